@@ -1,0 +1,122 @@
+"""Every error a user can see, in one tree.
+
+The CLI turns these into one readable message and an exit code in one place
+(`assembler.cli.main`); nothing here logs or prints. A mistake in the user's files
+(`ManifestError`, `PromptContextError`, `TemplateError`) is kept apart from failures
+while an agent runs (`ProviderError`, `ToolError`, `ExtensionError`, ...), so callers
+can tell "fix your manifest" from "the model endpoint is down".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Issue:
+    """One problem found in a file: where it is, what it is, and how bad.
+
+    `line` and `column` are 1-based, as editors and `file:line:col` links expect.
+    `path` is the JSON path inside the manifest (`tools.sets[0].allow`), empty when
+    the problem is about the file as a whole.
+    """
+
+    file: str = ""
+    line: int = 0
+    column: int = 0
+    severity: Severity = "error"
+    message: str = field(default="", compare=True)
+    path: str = ""
+
+    def location(self) -> str:
+        """`file:line:col`, leaving out the parts that are unknown."""
+        parts = [self.file or "<manifest>"]
+        if self.line:
+            parts.append(str(self.line))
+            if self.column:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def format(self) -> str:
+        """The one-line form used by `assemble validate` and every error message."""
+        suffix = f" [{self.path}]" if self.path else ""
+        return f"{self.location()}: {self.severity}: {self.message}{suffix}"
+
+
+class AssemblerError(Exception):
+    """Base of every error agent-assembler raises on purpose."""
+
+
+class ManifestError(AssemblerError):
+    """A manifest (or a file it references) is invalid; carries every issue found."""
+
+    def __init__(self, issues: Iterable[Issue]) -> None:
+        self.issues: tuple[Issue, ...] = tuple(issues)
+        super().__init__("\n".join(issue.format() for issue in self.issues))
+
+    @property
+    def errors(self) -> tuple[Issue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "error")
+
+
+class PromptContextError(AssemblerError, ValueError):
+    """A `context` value cannot be turned into canonical JSON; `path` says where."""
+
+    def __init__(self, message: str, path: str = "$") -> None:
+        self.path = path
+        super().__init__(f"{message} at {path}")
+
+
+class TemplateError(AssemblerError):
+    """A prompt section template does not parse, or uses a variable it is not given."""
+
+
+class TemplateSecurityError(TemplateError):
+    """A template tried to reach Python internals through the sandbox."""
+
+
+class RenderError(AssemblerError):
+    """The system prompt could not be produced (a provider returned no text, ...)."""
+
+
+class ProviderError(AssemblerError):
+    """A model provider failed: bad configuration, or an error from the endpoint."""
+
+
+class UnknownProviderError(ProviderError, KeyError):
+    """The manifest or `--model` names a provider that nobody registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message otherwise
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingCredentialsError(ProviderError):
+    """The provider needs an API key that the environment does not hold."""
+
+
+class ToolError(AssemblerError):
+    """A tool refused or failed; its message is what the model is shown."""
+
+
+class ExtensionError(AssemblerError):
+    """An extension failed to load or one of its handlers failed; names the extension."""
+
+
+class TrustError(AssemblerError):
+    """Project code would run in a directory the user has not trusted."""
+
+
+class SessionError(AssemblerError):
+    """A session file cannot be read or written."""
+
+
+class MemoryStoreError(AssemblerError):
+    """A memory record is invalid or the store cannot be written."""
+
+
+class MCPError(AssemblerError):
+    """An MCP server failed to start, initialise or answer."""

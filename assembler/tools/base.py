@@ -1,0 +1,68 @@
+"""What a tool is, to the registry, the prompt and the runner.
+
+One `Tool` object carries both faces of a tool: the formal interface the model calls
+(`name`, `description`, `parameters`) and the prompt text that explains it
+(`snippet`, `guidelines`). Keeping them together is what lets the prompt's tool
+catalog and the schemas sent to the model come from one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assembler.messages import ToolSchema
+
+DEFAULT_TOOL_TIMEOUT = 120.0
+DEFAULT_MAX_OUTPUT_LINES = 2000
+DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns. `content` is what the model sees; `details` is for people
+    and the audit trace (exit codes, paths touched), never sent to the model."""
+
+    content: str
+    is_error: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may know about the agent: where it works and its limits.
+
+    `env` is the environment for subprocesses the tool starts, already stripped of
+    provider credentials.
+    """
+
+    workspace: Path
+    timeout: float = DEFAULT_TOOL_TIMEOUT
+    max_output_lines: int = DEFAULT_MAX_OUTPUT_LINES
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    env: Mapping[str, str] | None = None
+
+
+ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable tool with its schema and its prompt text.
+
+    `source` says where it came from (`builtin`, `python:pkg.mod:func`,
+    `mcp:server`, `extension:name`) so diagnostics about clashes can name both sides.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    execute: ToolFunction
+    snippet: str = ""
+    guidelines: tuple[str, ...] = ()
+    source: str = "builtin"
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(self.name, self.description, self.parameters)
