@@ -1,0 +1,5 @@
+"""`python -m assembler` is `assemble`."""
+
+from assembler.cli.main import main
+
+main()

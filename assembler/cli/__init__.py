@@ -1,0 +1,1 @@
+"""The `assemble` command: a thin shell over the library."""

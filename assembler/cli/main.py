@@ -1,0 +1,109 @@
+"""Entry point of `assemble`: lazy subcommands and the one place errors become exits.
+
+Subcommands are imported only when invoked, so `assemble validate` pays for
+validation and nothing else (no model SDK, no MCP client). Every `AssemblerError`
+ends here as one readable message and exit code 1; usage errors exit 2 (click's
+convention); a traceback is a bug.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from assembler import __version__
+from assembler.errors import AssemblerError, ManifestError
+
+_COMMANDS = {
+    "validate": ("assembler.cli.validate", "validate"),
+    "schema": ("assembler.cli.validate", "schema"),
+    "render": ("assembler.cli.render", "render"),
+    "run": ("assembler.cli.run", "run"),
+    "rpc": ("assembler.cli.rpc", "rpc"),
+    "trust": ("assembler.cli.trust", "trust"),
+    "trace": ("assembler.cli.trace", "trace"),
+    "memory": ("assembler.cli.memory", "memory"),
+}
+
+_HELP = {
+    "validate": "Check manifests, skills and templates without running anything.",
+    "schema": "Print the manifest JSON Schema.",
+    "render": "Show the exact system prompt and tool schemas.",
+    "run": "Run an agent on a prompt, or interactively.",
+    "rpc": "Drive an agent over JSON lines on stdin/stdout.",
+    "trust": "Trust project directories whose code may run.",
+    "trace": "Show the audit trace of a run.",
+    "memory": "List, show, add, remove and consolidate memory records.",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module = importlib.import_module(target[0])
+        command: click.Command = getattr(module, target[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, _HELP[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="assemble")
+def cli() -> None:
+    """Turn a YAML manifest into a running AI agent.
+
+    \b
+    assemble validate agents/             check every manifest (CI)
+    assemble render --dry-run AGENT.yaml  show the exact system prompt
+    assemble run AGENT.yaml -p "..."      run it
+    """
+
+
+def report_error(error: AssemblerError) -> None:
+    """Print an error the way every command does: one message, no traceback."""
+    if isinstance(error, ManifestError):
+        for issue in error.issues:
+            click.echo(issue.format(), err=True)
+        count = len(error.errors)
+        click.echo(f"{count} error(s); nothing was run", err=True)
+        return
+    click.echo(f"error: {error}", err=True)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point."""
+    try:
+        return cli.main(args=argv, prog_name="assemble", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except AssemblerError as e:
+        report_error(e)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""`assemble validate` and `assemble schema`: the CI-facing commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="github: workflow-command annotations for GitHub Actions.",
+)
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
+@click.option(
+    "--skills-profile",
+    type=click.Choice(["lenient", "spec"]),
+    default="lenient",
+    show_default=True,
+    help="spec: unknown SKILL.md frontmatter keys are errors, as in the Agent Skills reference validator.",
+)
+def validate(
+    paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str
+) -> None:
+    """Check manifests (files, or directories searched for *.yaml / *.yml manifests).
+
+    Reports every problem of every file as `file:line:col: severity: message
+    [json.path]`. Runs no project code, starts no process, opens no socket.
+    Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
+    """
+    from assembler.validation.report import FORMATTERS
+    from assembler.validation.validator import find_manifests, validate_file
+
+    files, issues = find_manifests(paths)
+    for file in files:
+        issues.extend(validate_file(file, skills_profile=skills_profile).issues)
+    click.echo(FORMATTERS[output_format](issues, len(files)))
+    failing = {"error", "warning"} if strict else {"error"}
+    if any(issue.severity in failing for issue in issues):
+        sys.exit(1)
+
+
+@click.command()
+def schema() -> None:
+    """Print the manifest JSON Schema (JSON Schema 2020-12)."""
+    from assembler.manifest.schema import schema_text
+
+    click.echo(schema_text(), nl=False)

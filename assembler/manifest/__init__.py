@@ -1,0 +1,1 @@
+"""Manifest loading: YAML with positions, the JSON Schema contract, typed objects."""

@@ -1,0 +1,298 @@
+"""From a YAML file to a typed `Manifest`: read, check against the schema, build.
+
+`parse_manifest` never raises for problems in the file: it returns every issue it
+found, so `assemble validate` can report them all in one run. `load_manifest` is the
+strict front door used by `render`, `run` and the SDK: it also runs the static
+checks of `assembler.validation` and raises one `ManifestError` holding every error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import Issue, ManifestError
+from assembler.manifest.interpolate import interpolate
+from assembler.manifest.model import (
+    BuiltinToolSet,
+    ExtensionSpec,
+    Limits,
+    Manifest,
+    MCPServerSpec,
+    MCPToolSet,
+    MemoryPolicy,
+    ModelSpec,
+    PythonToolSet,
+    PythonToolSpec,
+    TemplateOverride,
+    ToolSetSpec,
+    ToolsSpec,
+)
+from assembler.manifest.schema import schema_issues
+from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
+
+DEFAULT_MEMORY_STORE = ".assembler/memory"
+
+
+@dataclass(frozen=True)
+class ParsedManifest:
+    """The outcome of reading one file: the raw document (when it parsed), the typed
+    manifest (when it also matched the schema) and every issue found on the way."""
+
+    path: Path
+    document: YamlDocument | None
+    manifest: Manifest | None
+    issues: tuple[Issue, ...]
+
+    @property
+    def has_errors(self) -> bool:
+        return any(issue.severity == "error" for issue in self.issues)
+
+
+def parse_manifest(
+    path: Path | str,
+    *,
+    env: Mapping[str, str] | None = None,
+    unset_variables: str = "error",
+    display: str | None = None,
+) -> ParsedManifest:
+    """Read `path` and build its `Manifest`, collecting issues instead of raising.
+
+    `unset_variables` is "error" when the manifest is about to run and "warning" for
+    `assemble validate`, where CI may not hold the secrets a run would need.
+    """
+    file = Path(path)
+    shown = display or str(path)
+    try:
+        document = load_yaml_file(file, shown)
+    except ManifestError as e:
+        return ParsedManifest(file, None, None, e.issues)
+    issues = schema_issues(document.data, document.source)
+    if any(issue.severity == "error" for issue in issues):
+        return ParsedManifest(file, document, None, tuple(issues))
+    builder = _ManifestBuilder(
+        file.resolve(), document, os.environ if env is None else env, unset_variables
+    )
+    manifest = builder.build()
+    return ParsedManifest(file, document, manifest, (*issues, *builder.issues))
+
+
+def load_manifest(
+    path: Path | str, *, env: Mapping[str, str] | None = None, skills_profile: str = "lenient"
+) -> Manifest:
+    """Load a manifest for use, raising one `ManifestError` with every error.
+
+    Runs the same checks as `assemble validate` (none of which runs project code).
+    """
+    from assembler.validation.validator import validate_file
+
+    report = validate_file(
+        Path(path), env=env, unset_variables="error", skills_profile=skills_profile
+    )
+    if report.has_errors or report.manifest is None:
+        raise ManifestError(report.issues)
+    return report.manifest
+
+
+class _ManifestBuilder:
+    """Builds the frozen dataclasses from a document the schema accepted."""
+
+    def __init__(
+        self, path: Path, document: YamlDocument, env: Mapping[str, str], unset: str
+    ) -> None:
+        self.path = path
+        self.base = path.parent
+        self.data: dict[str, Any] = document.data
+        self.source: SourceMap = document.source
+        self.env = env
+        self.unset_severity = "warning" if unset == "warning" else "error"
+        self.issues: list[Issue] = []
+
+    def build(self) -> Manifest:
+        d = self.data
+        workspace = self.base / d.get("workspace", ".")
+        return Manifest(
+            path=self.path,
+            version=d["version"],
+            name=d["name"],
+            description=d.get("description", ""),
+            identity=d["identity"],
+            context=d.get("context", {}),
+            model=self.model(d.get("model")),
+            workspace=Path(os.path.normpath(workspace)),
+            tools=self.tools(d.get("tools")),
+            skills=tuple(self.resolve(p) for p in d.get("skills", ())),
+            context_files=tuple(d.get("context_files", ("AGENTS.md",))),
+            context_files_declared="context_files" in d,
+            memory=self.memory(d.get("memory"), workspace),
+            extensions=tuple(self.extension(e) for e in d.get("extensions", ())),
+            prompt=self.prompt(d.get("prompt", {})),
+            limits=Limits(**d.get("limits", {})),
+            source=self.source,
+        )
+
+    def resolve(self, relative: str) -> Path:
+        return Path(os.path.normpath(self.base / os.path.expanduser(relative)))
+
+    def text(self, value: str, path: JsonPath) -> str:
+        def missing(name: str) -> None:
+            self.issues.append(
+                self.source.issue(
+                    path,
+                    f"environment variable `{name}` is not set"
+                    + ("; `assemble run` needs it" if self.unset_severity == "warning" else ""),
+                    severity=self.unset_severity,
+                )
+            )
+
+        return interpolate(value, self.env, missing)
+
+    def model(self, raw: str | Mapping[str, Any] | None) -> ModelSpec | None:
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            provider, name = raw.split(":", 1)
+            return ModelSpec(provider=provider, name=name)
+        base_url = raw.get("base_url")
+        script = raw.get("script")
+        return ModelSpec(
+            provider=raw["provider"],
+            name=raw.get("name", raw["provider"]),
+            base_url=self.text(base_url, ("model", "base_url")) if base_url else None,
+            api_key_env=raw.get("api_key_env"),
+            temperature=raw.get("temperature"),
+            max_tokens=raw.get("max_tokens"),
+            script=self.resolve(script) if script else None,
+            options=raw.get("options", {}),
+        )
+
+    def tools(self, raw: Mapping[str, Any] | None) -> ToolsSpec:
+        if raw is None:
+            return ToolsSpec()
+        servers = {
+            name: self.server(name, spec, ("tools", "servers", name))
+            for name, spec in raw.get("servers", {}).items()
+        }
+        sets: list[ToolSetSpec] = []
+        for index, item in enumerate(raw.get("sets", ())):
+            built = self.tool_set(item, servers, ("tools", "sets", index))
+            if built is not None:
+                sets.append(built)
+        return ToolsSpec(tuple(sets), tuple(raw.get("guidelines", ())), servers)
+
+    def tool_set(
+        self, item: str | Mapping[str, Any], servers: Mapping[str, MCPServerSpec], path: JsonPath
+    ) -> ToolSetSpec | None:
+        if isinstance(item, str):
+            return BuiltinToolSet((item,))
+        guidelines = tuple(item.get("guidelines", ()))
+        allow = tuple(item["allow"]) if "allow" in item else None
+        if "builtin" in item:
+            names = item["builtin"]
+            return BuiltinToolSet(
+                (names,) if isinstance(names, str) else tuple(names), allow, guidelines
+            )
+        if "python" in item:
+            entries = item["python"]
+            entries = [entries] if isinstance(entries, str | dict) else entries
+            return PythonToolSet(tuple(_python_tool(e) for e in entries), guidelines)
+        server = item["mcp"]
+        if isinstance(server, str):
+            if server not in servers:
+                known = ", ".join(f"`{s}`" for s in servers) or "none are declared"
+                self.issues.append(
+                    self.source.issue(
+                        (*path, "mcp"),
+                        f"no MCP server named `{server}` under `tools.servers` ({known})",
+                    )
+                )
+                return None
+            spec = servers[server]
+        else:
+            spec = self.server(f"sets[{path[-1]}]", server, (*path, "mcp"))
+        return MCPToolSet(spec, allow, item.get("prefix", ""), guidelines)
+
+    def server(self, name: str, raw: Mapping[str, Any], path: JsonPath) -> MCPServerSpec:
+        cwd = raw.get("cwd")
+        return MCPServerSpec(
+            name=name,
+            command=raw.get("command"),
+            args=tuple(self.text(a, (*path, "args", i)) for i, a in enumerate(raw.get("args", ()))),
+            env={k: self.text(v, (*path, "env", k)) for k, v in raw.get("env", {}).items()},
+            cwd=self.resolve(cwd) if cwd else None,
+            url=self.text(raw["url"], (*path, "url")) if "url" in raw else None,
+            headers={
+                k: self.text(v, (*path, "headers", k)) for k, v in raw.get("headers", {}).items()
+            },
+            timeout=float(raw.get("timeout", 30.0)),
+        )
+
+    def memory(self, raw: Mapping[str, Any] | None, workspace: Path) -> MemoryPolicy | None:
+        if raw is None:
+            return None
+        selection = raw.get("selection", {})
+        extraction = raw.get("extraction", {})
+        consolidation = raw.get("consolidation", {})
+        store = Path(os.path.normpath(workspace / raw.get("store", DEFAULT_MEMORY_STORE)))
+        return MemoryPolicy(
+            store=store,
+            strategy=selection.get("strategy", "keyword"),
+            max_records=selection.get("max_records", 5),
+            max_chars=selection.get("max_chars", 4000),
+            extraction_tool=extraction.get("tool", True),
+            extraction_at_session_end=extraction.get("at_session_end", False),
+            consolidation_enabled=consolidation.get("enabled", True),
+            consolidation_max_records=consolidation.get("max_records", 200),
+            injection=raw.get("injection", "system"),
+            record_max_bytes=raw.get("record_max_bytes", 4096),
+        )
+
+    def extension(self, raw: Mapping[str, Any]) -> ExtensionSpec:
+        options = raw.get("options", {})
+        if "path" in raw:
+            file = self.resolve(raw["path"])
+            return ExtensionSpec("path", raw["path"], raw.get("name", file.stem), file, options)
+        if "module" in raw:
+            return ExtensionSpec(
+                "module", raw["module"], raw.get("name", raw["module"]), None, options
+            )
+        name = raw["entry_point"]
+        return ExtensionSpec("entry_point", name, raw.get("name", name), None, options)
+
+    def prompt(self, raw: Mapping[str, Any]) -> dict[str, TemplateOverride]:
+        overrides: dict[str, TemplateOverride] = {}
+        for section, spec in raw.items():
+            if "template" in spec:
+                overrides[section] = TemplateOverride(section, spec["template"])
+                continue
+            file = self.resolve(spec["file"])
+            try:
+                text = file.read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                reason = "file not found" if isinstance(e, FileNotFoundError) else str(e)
+                self.issues.append(
+                    self.source.issue(
+                        ("prompt", section, "file"), f"template {spec['file']}: {reason}"
+                    )
+                )
+                continue
+            overrides[section] = TemplateOverride(section, text, file)
+        return overrides
+
+
+def _python_tool(entry: str | Mapping[str, Any]) -> PythonToolSpec:
+    if isinstance(entry, str):
+        return PythonToolSpec(entry)
+    return PythonToolSpec(
+        function=entry["function"],
+        name=entry.get("name"),
+        description=entry.get("description"),
+        snippet=entry.get("snippet"),
+        parameters=entry.get("parameters"),
+    )
+
+
+MissingHook = Callable[[str], None]

@@ -1,0 +1,1 @@
+"""The system prompt: section templates, the renderer and its cache."""

@@ -1,0 +1,183 @@
+"""The system prompt, section by section, with a cache keyed on what the model sees.
+
+Order and omission live here, in code: identity, tools, workspace always; skills and
+memory only when there is something to show, and only ever appended at the tail.
+"There are no tools" is a fact the model needs, so an empty tool catalog reads
+`(none)`; "there are no skills" is not, so the section goes (DESIGN.md section 4).
+
+The cache key holds all six model-visible inputs. Leaving one out would not merely
+cost speed: it would send the model a stale prompt (a tool registered this turn
+that it never hears of). Inputs are validated before the cache is written, so an
+invalid context raises and leaves earlier entries intact.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assembler.canonical import canonical_json
+from assembler.errors import RenderError, TemplateError
+from assembler.manifest.model import SECTION_NAMES, TemplateOverride
+from assembler.prompt.templates import (
+    check_override,
+    compile_template,
+    default_template_text,
+    render_template,
+)
+from assembler.tools.registry import ToolEntry
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+NO_TOOLS = "(none)"
+CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class ContextFileView:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    """The workspace as the prompt shows it: its absolute path and context files."""
+
+    path: str
+    context_files: tuple[ContextFileView, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkillEntry:
+    name: str
+    description: str
+    path: str
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    name: str
+    type: str
+    description: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """One rendered section, with where its body came from (for `render --format json`)."""
+
+    name: str
+    text: str
+    template: str
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    text: str
+    sections: tuple[Section, ...]
+
+
+class DynamicPromptRenderer:
+    """Renders the system prompt; one instance per built agent (so caches never leak
+    between sessions). Template overrides are checked and compiled once, here."""
+
+    def __init__(self, overrides: Mapping[str, TemplateOverride] | None = None) -> None:
+        self._templates: dict[str, tuple[Template, str]] = {}
+        for section in SECTION_NAMES:
+            override = (overrides or {}).get(section)
+            if override is not None:
+                template = check_override(section, override.text, override.origin)
+                self._templates[section] = (template, override.origin)
+            else:
+                text = default_template_text(section)
+                self._templates[section] = (compile_template(text), f"default {section} template")
+        self._cache: OrderedDict[tuple[Any, ...], RenderedPrompt] = OrderedDict()
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    def render(
+        self,
+        *,
+        identity: str,
+        context: Mapping[str, Any] | str,
+        tools: Sequence[ToolEntry],
+        guidelines: Sequence[str] = (),
+        workspace: WorkspaceView,
+        skills: Sequence[SkillEntry] = (),
+        memory: Sequence[MemoryEntry] = (),
+    ) -> str:
+        """The prompt text. `context` is a mapping, or its canonical JSON when the
+        caller already canonicalised it once at build time."""
+        return self.render_sections(
+            identity=identity,
+            context=context,
+            tools=tools,
+            guidelines=guidelines,
+            workspace=workspace,
+            skills=skills,
+            memory=memory,
+        ).text
+
+    def render_sections(
+        self,
+        *,
+        identity: str,
+        context: Mapping[str, Any] | str,
+        tools: Sequence[ToolEntry],
+        guidelines: Sequence[str] = (),
+        workspace: WorkspaceView,
+        skills: Sequence[SkillEntry] = (),
+        memory: Sequence[MemoryEntry] = (),
+    ) -> RenderedPrompt:
+        context_json = context if isinstance(context, str) else canonical_json(context)
+        key = (
+            identity,
+            context_json,
+            tuple(tools),
+            tuple(guidelines),
+            workspace,
+            tuple(skills),
+            tuple(memory),
+        )
+        cached = self._cache.get(key)
+        if cached is not None:
+            self.cache_hits += 1
+            self._cache.move_to_end(key)
+            return cached
+        if not isinstance(identity, str) or not identity.strip():
+            raise RenderError("identity must be a non-empty string")
+        rendered = self._render(key)
+        self.cache_misses += 1
+        self._cache[key] = rendered
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return rendered
+
+    def _render(self, key: tuple[Any, ...]) -> RenderedPrompt:
+        identity, context_json, tools, guidelines, workspace, skills, memory = key
+        sections = [
+            self._section("identity", {"identity": identity.strip(), "context_json": context_json}),
+            self._section("tools", {"tools": tools, "guidelines": guidelines})
+            if tools
+            else Section("tools", NO_TOOLS, "code: no active tools"),
+            self._section(
+                "workspace",
+                {"workspace": workspace.path, "context_files": workspace.context_files},
+            ),
+        ]
+        if skills:
+            sections.append(self._section("skills", {"skills": skills}))
+        if memory:
+            sections.append(self._section("memory", {"memories": memory}))
+        text = "\n\n".join(f"## {s.name}\n{s.text}" for s in sections)
+        return RenderedPrompt(text, tuple(sections))
+
+    def _section(self, name: str, variables: Mapping[str, Any]) -> Section:
+        template, origin = self._templates[name]
+        body = render_template(template, variables, origin).rstrip()
+        if not body.strip():
+            raise TemplateError(f"{origin}: the {name} section rendered empty")
+        return Section(name, body, origin)

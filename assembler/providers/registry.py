@@ -1,0 +1,212 @@
+"""Provider names to factories: how `openai:gpt-4o` becomes a `ModelProvider`.
+
+Factories import their SDK inside the factory, so importing this module (and
+validating a manifest) costs nothing, and a missing SDK is reported only for the
+provider that needs it. Extensions add providers with `register_provider`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
+from assembler.messages import ModelSettings
+from assembler.providers.base import ModelProvider
+
+__all__ = [
+    "LOCAL_API_KEY_PLACEHOLDER",
+    "ProviderConfig",
+    "ProviderFactory",
+    "create_provider",
+    "is_local_url",
+    "known_providers",
+    "parse_model_string",
+    "register_provider",
+]
+
+LOCAL_API_KEY_PLACEHOLDER = "no-key-needed"
+"""Sent as the API key to a local OpenAI-compatible server when none is configured."""
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Everything a factory is given; one object so new fields break no factory."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def api_key(self, default_env: str, *, optional: bool = False) -> str | None:
+        """The API key from `api_key_env` (or `default_env`); missing is an error unless
+        `optional`. The message names the variable to set."""
+        variable = self.api_key_env or default_env
+        value = self.env.get(variable, "").strip()
+        if value:
+            return value
+        if optional:
+            return None
+        raise MissingCredentialsError(
+            f"{self.name} needs an API key: set the environment variable {variable}"
+            + ("" if self.api_key_env else " (or name another one with `api_key_env`)")
+        )
+
+
+ProviderFactory = Callable[[ProviderConfig], ModelProvider]
+
+_FACTORIES: dict[str, ProviderFactory] = {}
+
+
+def register_provider(name: str, factory: ProviderFactory) -> None:
+    """Make `name:<model>` usable; registering a name again replaces its factory."""
+    if not name or ":" in name:
+        raise ValueError(f"invalid provider name {name!r}: a non-empty name without ':'")
+    _FACTORIES[name] = factory
+
+
+def known_providers() -> tuple[str, ...]:
+    """The registered provider names, sorted."""
+    return tuple(sorted(_FACTORIES))
+
+
+def parse_model_string(value: str) -> tuple[str, str]:
+    """`"openai:gpt-4o"` -> `("openai", "gpt-4o")`; the model part may contain colons."""
+    provider, sep, model = value.strip().partition(":")
+    if not sep or not provider.strip() or not model.strip():
+        raise ProviderError(
+            f"invalid model {value!r}: use the form provider:model, e.g. openai:gpt-4o "
+            f"(known providers: {', '.join(known_providers())})"
+        )
+    return provider.strip(), model.strip()
+
+
+def create_provider(
+    provider: str,
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    settings: ModelSettings | None = None,
+    options: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> ModelProvider:
+    """Build the provider registered as `provider` for `model`."""
+    factory = _FACTORIES.get(provider)
+    if factory is None:
+        raise UnknownProviderError(
+            f"unknown model provider {provider!r}; known providers: {', '.join(known_providers())}"
+        )
+    config = ProviderConfig(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        settings=settings or ModelSettings(),
+        options=MappingProxyType(dict(options or {})),
+        env=env,
+    )
+    return factory(config)
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether `url` points at this machine (Ollama, llama.cpp, LM Studio, vLLM...)."""
+    if not url:
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
+
+
+def _sdk_options(config: ProviderConfig) -> dict[str, Any]:
+    """The options the SDK-backed providers accept: max_retries, timeout, headers."""
+    allowed = ("max_retries", "timeout", "headers")
+    unknown = sorted(set(config.options) - set(allowed))
+    if unknown:
+        raise ProviderError(
+            f"{config.name}: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+    out: dict[str, Any] = {}
+    retries = config.options.get("max_retries")
+    if retries is not None:
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ProviderError(f"{config.name}: `max_retries` must be a non-negative integer")
+        out["max_retries"] = retries
+    timeout = config.options.get("timeout")
+    if timeout is not None:
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            raise ProviderError(f"{config.name}: `timeout` must be a positive number of seconds")
+        out["timeout"] = float(timeout)
+    headers = config.options.get("headers")
+    if headers is not None:
+        if not isinstance(headers, Mapping):
+            raise ProviderError(f"{config.name}: `headers` must be a mapping")
+        out["default_headers"] = {str(k): str(v) for k, v in headers.items()}
+    return out
+
+
+def _missing_sdk(config: ProviderConfig, package: str, e: ImportError) -> ProviderError:
+    return ProviderError(
+        f"{config.name} needs the Python package {package!r}: pip install {package} ({e})"
+    )
+
+
+def _openai_factory(config: ProviderConfig) -> ModelProvider:
+    try:
+        from assembler.providers.openai_chat import OpenAIChatProvider
+    except ImportError as e:
+        raise _missing_sdk(config, "openai", e) from e
+    local = is_local_url(config.base_url)
+    api_key = config.api_key("OPENAI_API_KEY", optional=local) or LOCAL_API_KEY_PLACEHOLDER
+    return OpenAIChatProvider(
+        config.model,
+        api_key=api_key,
+        base_url=config.base_url,
+        settings=config.settings,
+        provider_name=config.provider,
+        **_sdk_options(config),
+    )
+
+
+def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
+    try:
+        from assembler.providers.anthropic_messages import AnthropicProvider
+    except ImportError as e:
+        raise _missing_sdk(config, "anthropic", e) from e
+    return AnthropicProvider(
+        config.model,
+        api_key=config.api_key("ANTHROPIC_API_KEY"),
+        base_url=config.base_url,
+        settings=config.settings,
+        provider_name=config.provider,
+        **_sdk_options(config),
+    )
+
+
+def _scripted_factory(config: ProviderConfig) -> ModelProvider:
+    from assembler.providers.scripted import ScriptedProvider, load_script
+
+    script = config.options.get("script")
+    if not isinstance(script, str) or not script:
+        raise ProviderError(
+            f"{config.name}: the scripted provider needs `options.script`, "
+            "the path of a YAML file of replies"
+        )
+    return ScriptedProvider(load_script(script), name=f"scripted:{script}")
+
+
+register_provider("openai", _openai_factory)
+register_provider("anthropic", _anthropic_factory)
+register_provider("scripted", _scripted_factory)

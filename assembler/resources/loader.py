@@ -1,0 +1,166 @@
+"""One consistent snapshot of everything the agent reads from disk.
+
+`ResourceLoader.reload()` reads context files, skills, template overrides and the
+extension declarations in one go and returns an immutable `ResourceSnapshot`. The
+tool registry and the prompt are built from the same snapshot (DESIGN.md section
+3), so a reload can never leave the prompt describing one set of resources while the
+registry holds another.
+
+Each `no_*` flag switches off its own source only. Recoverable problems (a missing
+context file, a skill with a bad name, a name collision) become diagnostics in the
+snapshot rather than exceptions: an agent with one broken skill still runs, and
+`render` shows why that skill is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assembler.errors import Issue
+from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
+from assembler.skills import Skill, discover_skills
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """A project context file as the prompt shows it."""
+
+    path: str
+    absolute: Path
+    content: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class LoaderFlags:
+    """Switch off one source each; `explicit_skills` load even with `no_skills`."""
+
+    no_skills: bool = False
+    no_context_files: bool = False
+    no_prompt_templates: bool = False
+    no_extensions: bool = False
+    explicit_skills: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceSnapshot:
+    context_files: tuple[ContextFile, ...] = ()
+    skills: tuple[Skill, ...] = ()
+    templates: Mapping[str, TemplateOverride] = field(default_factory=dict)
+    extensions: tuple[ExtensionSpec, ...] = ()
+    diagnostics: tuple[Issue, ...] = ()
+
+
+# Characters that change what a reader sees without being visible themselves.
+_INVISIBLE = {
+    "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\u2061", "\u2062",
+    "\u2063", "\u2064", "\ufeff", "\u00ad", "\u180e",
+    "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
+    "\u2066", "\u2067", "\u2068", "\u2069",
+}  # fmt: skip
+
+
+class ResourceLoader:
+    """Reads a manifest's resources; `snapshot` is the result of the last reload."""
+
+    def __init__(self, manifest: Manifest, flags: LoaderFlags | None = None) -> None:
+        self.manifest = manifest
+        self.flags = flags or LoaderFlags()
+        self.snapshot = ResourceSnapshot()
+
+    def reload(self) -> ResourceSnapshot:
+        diagnostics: list[Issue] = []
+        flags = self.flags
+        context_files = () if flags.no_context_files else self._context_files(diagnostics)
+        skills = self._skills(diagnostics)
+        templates = {} if flags.no_prompt_templates else dict(self.manifest.prompt)
+        extensions = () if flags.no_extensions else self.manifest.extensions
+        self.snapshot = ResourceSnapshot(
+            context_files=context_files,
+            skills=skills,
+            templates=templates,
+            extensions=extensions,
+            diagnostics=tuple(diagnostics),
+        )
+        return self.snapshot
+
+    def _skills(self, diagnostics: list[Issue]) -> tuple[Skill, ...]:
+        directories: Sequence[Path] = () if self.flags.no_skills else self.manifest.skills
+        existing = []
+        for directory in directories:
+            if directory.is_dir():
+                existing.append(directory)
+            else:
+                diagnostics.append(
+                    Issue(str(directory), 0, 0, "warning", "skill directory does not exist")
+                )
+        if not existing and not self.flags.explicit_skills:
+            return ()
+        skills, issues = discover_skills(existing, explicit=self.flags.explicit_skills)
+        diagnostics.extend(issues)
+        return tuple(skills)
+
+    def _context_files(self, diagnostics: list[Issue]) -> tuple[ContextFile, ...]:
+        manifest = self.manifest
+        workspace = manifest.workspace.resolve()
+        limit = manifest.limits.context_file_max_bytes
+        loaded: list[ContextFile] = []
+        for name in manifest.context_files:
+            path = Path(os.path.normpath(workspace / name)).resolve()
+            if not path.is_relative_to(workspace):
+                diagnostics.append(
+                    Issue(name, 0, 0, "warning", "context file is outside the workspace; skipped")
+                )
+                continue
+            if not path.is_file():
+                if manifest.context_files_declared:
+                    diagnostics.append(
+                        Issue(name, 0, 0, "warning", "context file not found in the workspace")
+                    )
+                continue
+            loaded.append(self._read_context_file(name, path, limit, diagnostics))
+        return tuple(loaded)
+
+    def _read_context_file(
+        self, name: str, path: Path, limit: int, diagnostics: list[Issue]
+    ) -> ContextFile:
+        with path.open("rb") as handle:
+            raw = handle.read(limit + 1)
+        truncated = len(raw) > limit
+        if truncated:
+            raw = raw[:limit]
+            diagnostics.append(
+                Issue(
+                    name,
+                    0,
+                    0,
+                    "warning",
+                    f"context file is larger than {limit:,} bytes; the prompt shows the first {limit:,}",
+                )
+            )
+        text = raw.decode("utf-8", errors="ignore" if truncated else "replace")
+        for line_number, line in enumerate(text.splitlines(), 1):
+            hidden = sorted({c for c in line if c in _INVISIBLE or _is_tag_character(c)})
+            if hidden:
+                codes = ", ".join(
+                    f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in hidden
+                )
+                diagnostics.append(
+                    Issue(
+                        name,
+                        line_number,
+                        0,
+                        "warning",
+                        f"invisible or bidirectional control characters ({codes}): the model reads "
+                        "text a reviewer may not see",
+                    )
+                )
+        return ContextFile(name, path, text.rstrip("\n"), truncated)
+
+
+def _is_tag_character(char: str) -> bool:
+    return 0xE0000 <= ord(char) <= 0xE007F

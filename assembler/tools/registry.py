@@ -1,0 +1,109 @@
+"""The live set of tools: what the model may call this turn.
+
+Registering or removing a tool takes effect at the next model request, because the
+runner asks the registry for schemas and the prompt provider asks it for the
+catalog before every request. Both read the same registry, so the prompt and the
+schemas cannot disagree about which tools exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from assembler.errors import ToolError
+from assembler.messages import ToolSchema
+from assembler.tools.base import Tool
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """The part of a tool the system prompt shows."""
+
+    name: str
+    snippet: str
+    description: str
+
+
+class ToolRegistry:
+    """Ordered tools by name, plus the manifest's tool guidelines."""
+
+    def __init__(self, tools: Iterable[Tool] = (), guidelines: Iterable[str] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._extra_guidelines = tuple(guidelines)
+        self._version = 0
+        self._view: tuple[int, tuple[ToolEntry, ...], tuple[str, ...]] | None = None
+        for tool in tools:
+            self.register(tool)
+
+    @property
+    def version(self) -> int:
+        """Bumped on every change; lets readers cache what they derive."""
+        return self._version
+
+    def register(self, tool: Tool, *, replace: bool = False) -> None:
+        """Add `tool`; an existing name is an error unless `replace` is set."""
+        existing = self._tools.get(tool.name)
+        if existing is not None and not replace:
+            raise ToolError(
+                f"tool `{tool.name}` from {tool.source} clashes with `{tool.name}` from "
+                f"{existing.source}; the first one stays"
+            )
+        self._tools[tool.name] = tool
+        self._version += 1
+
+    def remove(self, name: str) -> Tool:
+        try:
+            tool = self._tools.pop(name)
+        except KeyError:
+            raise ToolError(f"no tool named `{name}` to remove") from None
+        self._version += 1
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(self._tools.values())
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return tuple(tool.schema() for tool in self._tools.values())
+
+    def prompt_view(self) -> tuple[tuple[ToolEntry, ...], tuple[str, ...]]:
+        """Catalog entries and guidelines (trimmed, de-duplicated, tools' own first),
+        recomputed only after a change."""
+        view = self._view
+        if view is not None and view[0] == self._version:
+            return view[1], view[2]
+        entries = tuple(
+            ToolEntry(t.name, _one_line(t.snippet), t.description) for t in self._tools.values()
+        )
+        guidelines = dedupe_guidelines(
+            [line for t in self._tools.values() for line in t.guidelines]
+            + list(self._extra_guidelines)
+        )
+        self._view = (self._version, entries, guidelines)
+        return entries, guidelines
+
+
+def dedupe_guidelines(lines: Iterable[str]) -> tuple[str, ...]:
+    """Trim each line, drop empties and repeats, keep first-seen order."""
+    seen: dict[str, None] = {}
+    for line in lines:
+        text = " ".join(line.split())
+        if text:
+            seen.setdefault(text, None)
+    return tuple(seen)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

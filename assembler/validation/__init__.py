@@ -1,0 +1,1 @@
+"""Static checks of manifests: everything `assemble validate` reports, running no code."""

@@ -1,0 +1,396 @@
+"""What the schema cannot say: the checks that look outside the manifest's text.
+
+Each check reads the raw document defensively (it also runs when the schema found
+errors elsewhere, so one run reports every problem) and yields `Issue`s. None of
+them imports, starts or connects to anything: paths are stat-ed, Python files are
+parsed, entry points are read from package metadata, skills and templates are
+parsed as text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import Issue, PromptContextError
+from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.validation.mentions import line_and_column, tool_mentions
+from assembler.validation.pyref import check_source, resolve_definition, resolve_function
+
+BUILTIN_PROVIDERS = ("openai", "anthropic", "scripted")
+EXTENSION_GROUP = "assembler.extensions"
+
+
+@dataclass
+class CheckContext:
+    """What every check needs: the document, where it lives, and how strict to be."""
+
+    path: Path
+    data: Mapping[str, Any]
+    source: SourceMap
+    skills_profile: str = "lenient"
+    explicit_skills: Sequence[Path] = ()
+    skills: tuple[Any, ...] = field(default=())
+
+    @property
+    def base(self) -> Path:
+        return self.path.parent
+
+    def issue(self, path: JsonPath, message: str, severity: str = "error") -> Issue:
+        return self.source.issue(path, message, severity=severity)
+
+    def resolve(self, relative: str) -> Path:
+        return Path(os.path.normpath(self.base / os.path.expanduser(relative)))
+
+    def workspace(self) -> Path:
+        raw = self.data.get("workspace", ".")
+        return self.resolve(raw if isinstance(raw, str) else ".")
+
+    def python_roots(self) -> list[Path]:
+        return [self.base, self.workspace()]
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
+    raw = ctx.data.get("workspace")
+    where = ctx.workspace()
+    if not where.is_dir():
+        state = "is not a directory" if where.exists() else "does not exist"
+        yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {state}")
+
+
+def check_context(ctx: CheckContext) -> Iterator[Issue]:
+    context = ctx.data.get("context")
+    if not isinstance(context, dict):
+        return
+    from assembler.canonical import canonical_json
+
+    try:
+        canonical_json(context)
+    except PromptContextError as e:
+        yield ctx.issue(("context", *_parse_json_path(e.path)), str(e.args[0]).rsplit(" at ", 1)[0])
+
+
+_PATH_PART = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+def _parse_json_path(path: str) -> JsonPath:
+    """`$.a["b c"][2]` -> ("a", "b c", 2), as `canonical_json` reports paths."""
+    parts: list[str | int] = []
+    for match in _PATH_PART.finditer(path.removeprefix("$")):
+        name, index, quoted = match.groups()
+        if name is not None:
+            parts.append(name)
+        elif index is not None:
+            parts.append(int(index))
+        else:
+            parts.append(quoted.encode().decode("unicode_escape"))
+    return tuple(parts)
+
+
+def check_model(ctx: CheckContext) -> Iterator[Issue]:
+    raw = ctx.data.get("model")
+    if isinstance(raw, str) and ":" in raw:
+        provider, name = raw.split(":", 1)
+        script = name if provider == "scripted" else None
+        options: Mapping[str, Any] = {}
+        at: JsonPath = ("model",)
+    elif isinstance(raw, dict) and isinstance(raw.get("provider"), str):
+        provider = raw["provider"]
+        options = _mapping(raw.get("options"))
+        script = raw.get("script") or options.get("script")
+        at = ("model", "provider")
+    else:
+        return
+    if provider not in BUILTIN_PROVIDERS:
+        known = ", ".join(f"`{p}`" for p in BUILTIN_PROVIDERS)
+        if _items(ctx.data.get("extensions")):
+            yield ctx.issue(
+                at,
+                f"provider `{provider}` is not built in ({known}); an extension must register it",
+                "warning",
+            )
+        else:
+            yield ctx.issue(at, f"unknown provider `{provider}`; known providers: {known}")
+    if provider == "scripted":
+        if not isinstance(script, str) or not script:
+            yield ctx.issue(
+                at, "the `scripted` provider needs a script: `scripted:<file>` or `script:`"
+            )
+        elif not ctx.resolve(script).is_file():
+            where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
+            yield ctx.issue(where, f"script file {script} not found")
+
+
+def check_skills(ctx: CheckContext) -> Iterator[Issue]:
+    from assembler.skills import discover_skills
+
+    directories: list[Path] = []
+    for index, raw in enumerate(_items(ctx.data.get("skills"))):
+        if not isinstance(raw, str):
+            continue
+        where = ctx.resolve(raw)
+        if not where.is_dir():
+            state = "is not a directory" if where.exists() else "does not exist"
+            yield ctx.issue(("skills", index), f"skill directory {raw} {state}")
+            continue
+        directories.append(where)
+    if not directories and not ctx.explicit_skills:
+        return
+    skills, issues = discover_skills(
+        directories, profile=ctx.skills_profile, explicit=ctx.explicit_skills
+    )
+    ctx.skills = tuple(skills)
+    yield from issues
+
+
+def check_templates(ctx: CheckContext) -> Iterator[Issue]:
+    from assembler.prompt.templates import SECTION_VARIABLES, template_problems
+
+    for section, spec in _mapping(ctx.data.get("prompt")).items():
+        if section not in SECTION_VARIABLES or not isinstance(spec, dict):
+            continue
+        if isinstance(spec.get("template"), str):
+            at: JsonPath = ("prompt", section, "template")
+            for problem in template_problems(section, spec["template"]):
+                mark = ctx.source.text_position(at, problem.line, 1)
+                yield Issue(
+                    ctx.source.file, mark.line, mark.column, "error", problem.message, _fmt(at)
+                )
+        elif isinstance(spec.get("file"), str):
+            at = ("prompt", section, "file")
+            file = ctx.resolve(spec["file"])
+            try:
+                text = file.read_text("utf-8")
+            except FileNotFoundError:
+                yield ctx.issue(at, f"template file {spec['file']} not found")
+                continue
+            except (OSError, UnicodeDecodeError) as e:
+                yield ctx.issue(at, f"template file {spec['file']} cannot be read: {e}")
+                continue
+            shown = _display(file)
+            for problem in template_problems(section, text):
+                yield Issue(shown, problem.line, 1, "error", problem.message, _fmt(at))
+
+
+def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
+    for index, raw in enumerate(_items(ctx.data.get("extensions"))):
+        if not isinstance(raw, dict):
+            continue
+        if isinstance(raw.get("path"), str):
+            at: JsonPath = ("extensions", index, "path")
+            file = ctx.resolve(raw["path"])
+            if not file.is_file():
+                yield ctx.issue(at, f"extension file {raw['path']} not found")
+                continue
+            found = check_source(file, "setup", file.stem)
+            yield from _resolution_issues(ctx, at, found.problem, found.uncertain)
+        elif isinstance(raw.get("module"), str):
+            at = ("extensions", index, "module")
+            found = resolve_definition(raw["module"], "setup", ctx.python_roots())
+            yield from _resolution_issues(ctx, at, found.problem, found.uncertain)
+        elif isinstance(raw.get("entry_point"), str):
+            at = ("extensions", index, "entry_point")
+            names = _entry_point_names()
+            if raw["entry_point"] not in names:
+                known = ", ".join(f"`{n}`" for n in sorted(names)) or "none are installed"
+                yield ctx.issue(
+                    at,
+                    f"no `{EXTENSION_GROUP}` entry point named `{raw['entry_point']}` ({known})",
+                )
+
+
+def _entry_point_names() -> set[str]:
+    from importlib.metadata import entry_points
+
+    return {ep.name for ep in entry_points(group=EXTENSION_GROUP)}
+
+
+def check_python_tools(ctx: CheckContext) -> Iterator[Issue]:
+    for set_index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
+        if not isinstance(item, dict) or "python" not in item:
+            continue
+        entries = item["python"]
+        many = isinstance(entries, list)
+        for index, entry in enumerate(entries if many else [entries]):
+            at: JsonPath = ("tools", "sets", set_index, "python", *((index,) if many else ()))
+            reference = entry.get("function") if isinstance(entry, dict) else entry
+            if isinstance(entry, dict):
+                at = (*at, "function")
+            if not isinstance(reference, str) or ":" not in reference:
+                continue
+            found = resolve_function(reference, ctx.python_roots())
+            yield from _resolution_issues(ctx, at, found.problem, found.uncertain)
+
+
+def _resolution_issues(
+    ctx: CheckContext, at: JsonPath, problem: str, uncertain: str
+) -> Iterator[Issue]:
+    if problem:
+        yield ctx.issue(at, problem)
+    elif uncertain:
+        yield ctx.issue(at, uncertain, "warning")
+
+
+def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
+    tools = _mapping(ctx.data.get("tools"))
+    servers = _mapping(tools.get("servers"))
+    declared: list[tuple[JsonPath, Mapping[str, Any]]] = [
+        (("tools", "servers", name), spec)
+        for name, spec in servers.items()
+        if isinstance(spec, dict)
+    ]
+    for index, item in enumerate(_items(tools.get("sets"))):
+        if isinstance(item, dict) and isinstance(item.get("mcp"), dict):
+            declared.append((("tools", "sets", index, "mcp"), item["mcp"]))
+    for at, spec in declared:
+        command = spec.get("command")
+        if isinstance(command, str) and "${" not in command and shutil.which(command) is None:
+            if not (os.sep in command and ctx.resolve(command).is_file()):
+                yield ctx.issue(
+                    (*at, "command"), f"command `{command}` not found on PATH", "warning"
+                )
+        cwd = spec.get("cwd")
+        if isinstance(cwd, str) and not ctx.resolve(cwd).is_dir():
+            yield ctx.issue((*at, "cwd"), f"directory {cwd} does not exist")
+
+
+def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
+    workspace = ctx.workspace()
+    for index, name in enumerate(_items(ctx.data.get("context_files"))):
+        if isinstance(name, str) and not (workspace / name).is_file():
+            yield ctx.issue(
+                ("context_files", index),
+                f"context file {name} not found in the workspace",
+                "warning",
+            )
+
+
+def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
+    """The tool names a manifest makes active, and whether more may come at run time
+    (MCP servers and extensions add tools only known once they run)."""
+    from assembler.tools.builtin import BUILTIN_SETS
+
+    tools = _mapping(data.get("tools"))
+    sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]
+    names: set[str] = set()
+    open_ended = bool(_items(data.get("extensions")))
+    for item in _items(sets):
+        if isinstance(item, str):
+            names.update(BUILTIN_SETS.get(item, (item,)))
+        elif isinstance(item, dict) and "builtin" in item:
+            raw = item["builtin"]
+            expanded = {
+                n
+                for b in (raw if isinstance(raw, list) else [raw])
+                for n in BUILTIN_SETS.get(b, (b,))
+            }
+            allow = item.get("allow")
+            names.update(expanded & set(allow) if isinstance(allow, list) else expanded)
+        elif isinstance(item, dict) and "python" in item:
+            entries = item["python"] if isinstance(item["python"], list) else [item["python"]]
+            for entry in entries:
+                if isinstance(entry, dict):
+                    names.add(
+                        str(entry.get("name") or str(entry.get("function", "")).rpartition(":")[2])
+                    )
+                elif isinstance(entry, str):
+                    names.add(entry.rpartition(":")[2])
+        elif isinstance(item, dict) and "mcp" in item:
+            open_ended = True
+    memory = _mapping(data.get("memory"))
+    if "memory" in data and _mapping(memory.get("extraction")).get("tool", True):
+        names.add("remember")
+    return names, open_ended
+
+
+def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
+    names, open_ended = active_tool_names(ctx.data)
+    active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
+    later = "; MCP servers or extensions may still add it at run time" if open_ended else ""
+
+    def report(
+        text: str, at: JsonPath, position: Callable[[int, int], tuple[str, int, int]]
+    ) -> Iterator[Issue]:
+        for mention in tool_mentions(text):
+            if mention.name in names:
+                continue
+            line, column = line_and_column(text, mention.offset)
+            file, abs_line, abs_column = position(line + 1, column)
+            yield Issue(
+                file,
+                abs_line,
+                abs_column,
+                "warning",
+                f"mentions tool `{mention.name}`, but no active tool has that name (active: {active}){later}",
+                _fmt(at),
+            )
+
+    def in_manifest(at: JsonPath) -> Callable[[int, int], tuple[str, int, int]]:
+        def position(line: int, column: int) -> tuple[str, int, int]:
+            mark = ctx.source.text_position(at, line, column)
+            return ctx.source.file, mark.line, mark.column
+
+        return position
+
+    identity = ctx.data.get("identity")
+    if isinstance(identity, str):
+        yield from report(identity, ("identity",), in_manifest(("identity",)))
+    tools = _mapping(ctx.data.get("tools"))
+    guideline_lists: list[tuple[JsonPath, Any]] = [
+        (("tools", "guidelines"), tools.get("guidelines"))
+    ]
+    for index, item in enumerate(_items(tools.get("sets"))):
+        if isinstance(item, dict):
+            guideline_lists.append((("tools", "sets", index, "guidelines"), item.get("guidelines")))
+    for at, lines in guideline_lists:
+        for index, text in enumerate(_items(lines)):
+            if isinstance(text, str):
+                yield from report(text, (*at, index), in_manifest((*at, index)))
+    for skill in ctx.skills:
+        shown = _display(skill.path)
+        yield from report(
+            skill.description,
+            ("skills",),
+            lambda _line, _column, shown=shown: (shown, 1, 1),
+        )
+
+
+def _fmt(path: JsonPath) -> str:
+    from assembler.manifest.yaml_source import format_path
+
+    return format_path(path)
+
+
+def _display(path: Path) -> str:
+    """A path as users want to read it: relative to the current directory if inside."""
+    try:
+        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    except (ValueError, OSError):
+        return str(path)
+
+
+ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
+    check_workspace,
+    check_context,
+    check_model,
+    check_skills,
+    check_templates,
+    check_extensions,
+    check_python_tools,
+    check_mcp,
+    check_context_files,
+    check_tool_mentions,
+)

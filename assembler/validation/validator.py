@@ -1,0 +1,131 @@
+"""Validate manifest files and directories: every problem of every file, one pass.
+
+This is the engine behind `assemble validate` and behind `load_manifest`, so a
+manifest that validates is a manifest that loads. It never runs project code: see
+`assembler.validation.checks` for what "checking" means here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assembler.errors import Issue
+from assembler.manifest.loader import parse_manifest
+from assembler.manifest.model import Manifest
+from assembler.validation.checks import ALL_CHECKS, CheckContext
+
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+SCHEMA_MARKER = "agent.schema.json"
+_SKIPPED_DIRECTORIES = {"node_modules", "__pycache__", "venv"}
+
+
+@dataclass(frozen=True)
+class FileReport:
+    path: Path
+    issues: tuple[Issue, ...]
+    manifest: Manifest | None = None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(issue.severity == "error" for issue in self.issues)
+
+
+def validate_file(
+    path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    unset_variables: str = "warning",
+    skills_profile: str = "lenient",
+    explicit_skills: Sequence[Path] = (),
+    display: str | None = None,
+) -> FileReport:
+    """All issues of one manifest: YAML, schema, then the checks beyond the schema."""
+    shown = display or display_path(path)
+    parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
+    if parsed.document is None or not isinstance(parsed.document.data, dict):
+        issues = list(parsed.issues)
+        if parsed.document is not None:
+            issues.append(
+                Issue(shown, 1, 1, "error", "a manifest is a YAML mapping of keys to values")
+            )
+        return FileReport(path, tuple(issues))
+    context = CheckContext(
+        path=path.resolve(),
+        data=parsed.document.data,
+        source=parsed.document.source,
+        skills_profile=skills_profile,
+        explicit_skills=explicit_skills,
+    )
+    issues = list(parsed.issues)
+    for check in ALL_CHECKS:
+        issues.extend(check(context))
+    unique = sorted(
+        set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
+    )
+    return FileReport(path, tuple(unique), parsed.manifest)
+
+
+def display_path(path: Path) -> str:
+    """Relative to the current directory when inside it, as editors link best."""
+    try:
+        absolute = path.absolute()
+        return os.path.relpath(absolute) if absolute.is_relative_to(Path.cwd()) else str(path)
+    except (ValueError, OSError):
+        return str(path)
+
+
+def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
+    """Expand directories into the manifests they hold.
+
+    A file named on the command line is always a manifest. Inside a directory, a
+    `*.yaml`/`*.yml` file is one when it declares our schema on its first lines or
+    has a top-level `identity:` key; other YAML (CI files, model scripts) is skipped.
+    Hidden directories, `node_modules` and virtual environments are not searched.
+    """
+    found: list[Path] = []
+    issues: list[Issue] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(_walk_yaml(path))
+            manifests = [p for p in inside if _looks_like_manifest(p)]
+            if not manifests:
+                issues.append(
+                    Issue(
+                        display_path(path),
+                        0,
+                        0,
+                        "error",
+                        "no agent manifests found in this directory",
+                    )
+                )
+            found.extend(manifests)
+        elif path.exists() or path.suffix in MANIFEST_SUFFIXES:
+            found.append(path)
+        else:
+            issues.append(Issue(display_path(path), 0, 0, "error", "no such file or directory"))
+    return found, issues
+
+
+def _walk_yaml(root: Path) -> Iterable[Path]:
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(
+            d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED_DIRECTORIES
+        )
+        for name in files:
+            if name.endswith(MANIFEST_SUFFIXES) and not name.startswith("."):
+                yield Path(directory, name)
+
+
+def _looks_like_manifest(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(64 * 1024)
+    except OSError:
+        return True
+    lines = head.decode("utf-8", "replace").splitlines()
+    if any(SCHEMA_MARKER in line for line in lines[:3]):
+        return True
+    return any(line.startswith("identity:") for line in lines)

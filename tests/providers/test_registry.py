@@ -1,0 +1,200 @@
+"""The provider registry: names, model strings, credentials, options, lazy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
+from assembler.messages import ModelSettings
+from assembler.providers import registry
+from assembler.providers.anthropic_messages import AnthropicProvider
+from assembler.providers.base import ModelProvider
+from assembler.providers.openai_chat import OpenAIChatProvider
+from assembler.providers.registry import (
+    ProviderConfig,
+    create_provider,
+    is_local_url,
+    known_providers,
+    parse_model_string,
+    register_provider,
+)
+from assembler.providers.scripted import ScriptedProvider
+from assembler.testing import ScriptedModel
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("openai:gpt-4o", ("openai", "gpt-4o")),
+        ("anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
+        ("openai:llama3.1:8b", ("openai", "llama3.1:8b")),  # Ollama tags keep their colon
+        (" scripted : demo ", ("scripted", "demo")),
+    ],
+)
+def test_parse_model_string(text: str, expected: tuple[str, str]) -> None:
+    assert parse_model_string(text) == expected
+
+
+@pytest.mark.parametrize("text", ["gpt-4o", "openai:", ":gpt-4o", ""])
+def test_parse_model_string_explains_the_form(text: str) -> None:
+    with pytest.raises(ProviderError, match=r"provider:model, e\.g\. openai:gpt-4o"):
+        parse_model_string(text)
+
+
+def test_builtin_providers_are_known() -> None:
+    assert {"openai", "anthropic", "scripted"} <= set(known_providers())
+
+
+def test_unknown_provider_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownProviderError) as info:
+        create_provider("mistral", "large", env={})
+    message = str(info.value)
+    assert "'mistral'" in message
+    assert "anthropic, openai, scripted" in message
+    assert isinstance(info.value, ProviderError)
+
+
+def test_missing_openai_key_names_the_variable() -> None:
+    with pytest.raises(
+        MissingCredentialsError, match="set the environment variable OPENAI_API_KEY"
+    ):
+        create_provider("openai", "gpt-4o", env={})
+
+
+def test_missing_anthropic_key_names_the_variable() -> None:
+    with pytest.raises(MissingCredentialsError, match="ANTHROPIC_API_KEY"):
+        create_provider("anthropic", "claude-test", env={})
+
+
+def test_api_key_env_overrides_the_variable() -> None:
+    with pytest.raises(MissingCredentialsError) as info:
+        create_provider("openai", "gpt-4o", api_key_env="OPENROUTER_API_KEY", env={})
+    assert "OPENROUTER_API_KEY" in str(info.value)
+    assert "OPENAI_API_KEY" not in str(info.value)
+
+
+def test_remote_base_url_still_needs_a_key() -> None:
+    with pytest.raises(MissingCredentialsError):
+        create_provider("openai", "x", base_url="https://openrouter.ai/api/v1", env={})
+
+
+def test_key_is_read_from_the_given_environment() -> None:
+    provider = create_provider(
+        "openai",
+        "gpt-4o",
+        api_key_env="MY_KEY",
+        env={"MY_KEY": "sk-mine"},
+        settings=ModelSettings(temperature=0.5),
+    )
+    assert isinstance(provider, OpenAIChatProvider)
+    assert provider.name == "openai:gpt-4o"
+    assert provider.settings.temperature == 0.5
+
+
+def test_anthropic_provider_is_created() -> None:
+    provider = create_provider("anthropic", "claude-test", env={"ANTHROPIC_API_KEY": "k"})
+    assert isinstance(provider, AnthropicProvider)
+    assert provider.name == "anthropic:claude-test"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://localhost:11434/v1",
+        "http://127.0.0.1:8080/v1",
+        "http://[::1]:1234/v1",
+        "http://0.0.0.0:8000/v1",
+    ],
+)
+def test_local_servers_need_no_key(url: str) -> None:
+    assert is_local_url(url)
+    provider = create_provider("openai", "llama3", base_url=url, env={})
+    assert isinstance(provider, ModelProvider)
+
+
+def test_local_url_detection() -> None:
+    assert not is_local_url(None)
+    assert not is_local_url("https://api.openai.com/v1")
+    assert not is_local_url("http://localhost.example.com/v1")
+
+
+def test_sdk_options_are_checked() -> None:
+    env = {"OPENAI_API_KEY": "k"}
+    create_provider("openai", "m", options={"max_retries": 0, "timeout": 5}, env=env)
+    with pytest.raises(ProviderError, match=r"unknown option\(s\) retries; allowed: max_retries"):
+        create_provider("openai", "m", options={"retries": 3}, env=env)
+    with pytest.raises(ProviderError, match="max_retries"):
+        create_provider("openai", "m", options={"max_retries": -1}, env=env)
+    with pytest.raises(ProviderError, match="timeout"):
+        create_provider("openai", "m", options={"timeout": "soon"}, env=env)
+
+
+@pytest.fixture
+def restore_registry() -> Iterator[None]:
+    saved = dict(registry._FACTORIES)
+    yield
+    registry._FACTORIES.clear()
+    registry._FACTORIES.update(saved)
+
+
+@pytest.mark.usefixtures("restore_registry")
+def test_register_provider_for_extensions() -> None:
+    seen: list[ProviderConfig] = []
+
+    def factory(config: ProviderConfig) -> ModelProvider:
+        seen.append(config)
+        return ScriptedModel(["hi"], name=config.name)
+
+    register_provider("echo", factory)
+    provider = create_provider(
+        "echo", "v1", base_url="http://x", options={"a": 1}, env={"K": "v"}, api_key_env="K"
+    )
+
+    assert "echo" in known_providers()
+    assert provider.name == "echo:v1"
+    (config,) = seen
+    assert (config.provider, config.model, config.base_url) == ("echo", "v1", "http://x")
+    assert dict(config.options) == {"a": 1}
+    assert config.api_key("UNUSED") == "v"
+
+
+@pytest.mark.parametrize("name", ["", "a:b"])
+def test_register_provider_rejects_bad_names(name: str) -> None:
+    with pytest.raises(ValueError, match="provider name"):
+        register_provider(name, lambda config: ScriptedModel())
+
+
+def test_scripted_provider_from_options(tmp_path: Path) -> None:
+    script = tmp_path / "demo.yaml"
+    script.write_text("- text: hello\n", encoding="utf-8")
+
+    provider = create_provider("scripted", "anything", options={"script": str(script)}, env={})
+
+    assert isinstance(provider, ScriptedProvider)
+    assert provider.name == f"scripted:{script}"
+
+
+def test_scripted_provider_needs_a_script() -> None:
+    with pytest.raises(ProviderError, match=r"needs `options\.script`"):
+        create_provider("scripted", "demo", env={})
+
+
+@pytest.mark.usefixtures("restore_registry")
+def test_missing_sdk_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "assembler.providers.openai_chat", None)
+    with pytest.raises(ProviderError, match="pip install openai"):
+        create_provider("openai", "gpt-4o", env={"OPENAI_API_KEY": "k"})
+
+
+def test_importing_the_registry_does_not_import_the_sdks() -> None:
+    code = (
+        "import sys, assembler.providers.registry\n"
+        "loaded = [m for m in ('openai', 'anthropic', 'httpx2') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

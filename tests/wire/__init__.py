@@ -1,0 +1,1 @@
+"""Loopback HTTP servers that speak the providers' wire formats, for provider tests."""
