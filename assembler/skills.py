@@ -23,9 +23,9 @@ an empty `compatibility`, a `license` or `metadata` value that is not text, a YA
 list for `allowed-tools`, whose spec type is a space-separated string) is a warning
 under profile "lenient" and an error under profile "spec". Where we are stricter than
 the reference: the frontmatter must open and close with lines that are exactly `---`
-(the reference splits on the first `---` anywhere, so `a---b` in a description ends
-it), and, being plain YAML, we accept flow collections (`[a, b]`) that strictyaml
-refuses.
+(the reference splits the file at the first two `---` anywhere, so `a --- b` in a
+description silently cuts it short), a UTF-8 BOM is allowed, and, being plain YAML,
+we accept flow collections (`[a, b]`) that strictyaml refuses.
 """
 
 from __future__ import annotations
@@ -165,15 +165,16 @@ def _read_frontmatter(path: Path, shown: str) -> str:
                     break  # end of file, a first line that is not `---`, or the closing one
     except OSError as e:
         raise _refuse(shown, f"cannot read file: {e.strerror or e}") from None
-    closed = len(lines) > 1 and _is_fence(lines[-1])
-    if size > MAX_FRONTMATTER_BYTES and not closed:
-        limit = MAX_FRONTMATTER_BYTES // 1024
-        raise _refuse(shown, f"frontmatter is not closed within the first {limit} KiB", 1)
-    decode_text(b"".join(lines), shown)  # NUL bytes and bad UTF-8 fail here, with positions
+    head, closed = b"".join(lines), len(lines) > 1 and _is_fence(lines[-1])
+    if size > MAX_FRONTMATTER_BYTES:  # cut mid-line: drop a possibly split character
+        head = head[:MAX_FRONTMATTER_BYTES].rstrip(bytes(range(0x80, 0x100)))
+    decode_text(head, shown)  # a NUL byte or bad UTF-8 fails here, with its position
     if not _is_fence(lines[0]):
         raise _refuse(shown, "SKILL.md must start with YAML frontmatter: a first line `---`", 1)
     if not closed:
-        raise _refuse(shown, "frontmatter is not closed: no `---` line after the first one", 1)
+        limit = f" within the first {MAX_FRONTMATTER_BYTES // 1024} KiB"
+        where = limit if size > MAX_FRONTMATTER_BYTES else ": no `---` line after the first one"
+        raise _refuse(shown, f"frontmatter is not closed{where}", 1)
     text = b"".join(lines[1:-1]).decode("utf-8")
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
         raise _refuse(shown, "frontmatter is empty; a skill needs `name` and `description`", 1)

@@ -8,7 +8,7 @@ catalog and the schemas sent to the model come from one snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ class ToolContext:
     env: Mapping[str, str] | None = None
 
 
-ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]
 
 
 @dataclass(frozen=True)

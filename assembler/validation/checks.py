@@ -150,7 +150,10 @@ def check_skills(ctx: CheckContext) -> Iterator[Issue]:
     if not directories and not ctx.explicit_skills:
         return
     skills, issues = discover_skills(
-        directories, profile=ctx.skills_profile, explicit=ctx.explicit_skills
+        directories,
+        profile=ctx.skills_profile,
+        explicit=ctx.explicit_skills,
+        display_root=Path.cwd(),
     )
     ctx.skills = tuple(skills)
     yield from issues

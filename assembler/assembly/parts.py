@@ -1,0 +1,92 @@
+"""The model-facing parts of an agent, built together from one snapshot.
+
+`AgentParts` is what `Agent.reload()` swaps as a unit: the snapshot, the tool
+registry built from it, the prompt provider bound to that registry, and the hooks of
+the extensions loaded with it. Building them in one function is the guarantee that
+the prompt's tool catalog and the schemas sent to the model agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assembler.assembly.prompt import make_prompt_provider
+from assembler.assembly.tools import manifest_tools
+from assembler.errors import Issue
+from assembler.extensions.api import Command
+from assembler.extensions.hooks import ExtensionHooks
+from assembler.extensions.loader import LoadedExtension
+from assembler.manifest.model import Manifest
+from assembler.prompt.provider import MemorySource, SystemPromptProvider
+from assembler.resources.loader import ResourceSnapshot
+from assembler.runner.hooks import HookChain, RunnerHooks
+from assembler.runner.loop import TraceSink
+from assembler.tools.base import Tool
+from assembler.tools.registry import ToolRegistry
+
+
+@dataclass
+class AgentParts:
+    snapshot: ResourceSnapshot
+    registry: ToolRegistry
+    prompt: SystemPromptProvider
+    hooks: RunnerHooks
+    extension_hooks: ExtensionHooks
+    extensions: tuple[LoadedExtension, ...] = ()
+    commands: dict[str, Command] = field(default_factory=dict)
+    diagnostics: list[Issue] = field(default_factory=list)
+    trace: TraceSink | None = None
+    _reported: int = 0
+
+    def pending_diagnostics(self) -> list[Issue]:
+        """Diagnostics not yet shown to the user (each is shown once)."""
+        pending = self.diagnostics[self._reported :]
+        self._reported = len(self.diagnostics)
+        return pending
+
+    def tool_sources(self) -> dict[str, str]:
+        return {tool.name: tool.source for tool in self.registry.tools()}
+
+
+def assemble_parts(
+    manifest: Manifest,
+    snapshot: ResourceSnapshot,
+    *,
+    extensions: Sequence[LoadedExtension] = (),
+    extra_tools: Sequence[Tool] = (),
+    extra_hooks: Sequence[RunnerHooks] = (),
+    memory: MemorySource | None = None,
+    trace_factory: Any = None,
+    extra_diagnostics: Sequence[Issue] = (),
+) -> AgentParts:
+    """Registry, prompt and hooks from one snapshot (see module doc for the order)."""
+    collection = manifest_tools(manifest, static=False)
+    commands: dict[str, Command] = {}
+    for extension in extensions:
+        collection.extend(extension.registrations.tools)
+        for command in extension.registrations.commands:
+            commands.setdefault(command.name, command)
+    collection.extend(extra_tools)
+    registry = collection.registry()
+    sources = {tool.name: tool.source for tool in registry.tools()}
+    extension_hooks = ExtensionHooks(
+        extensions,
+        agent=manifest.name,
+        workspace=manifest.workspace.resolve(),
+        timeout=manifest.limits.hook_timeout,
+        tool_sources=sources,
+    )
+    hooks = HookChain([*extra_hooks, extension_hooks])
+    return AgentParts(
+        snapshot=snapshot,
+        registry=registry,
+        prompt=make_prompt_provider(manifest, snapshot, registry, memory),
+        hooks=hooks,
+        extension_hooks=extension_hooks,
+        extensions=tuple(extensions),
+        commands=commands,
+        diagnostics=[*snapshot.diagnostics, *collection.diagnostics, *extra_diagnostics],
+        trace=trace_factory(sources) if trace_factory is not None else None,
+    )

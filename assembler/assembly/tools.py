@@ -1,0 +1,106 @@
+"""The tool registry of an agent, from its manifest and its resource snapshot.
+
+Order decides clashes: built-in and Python sets in manifest order, then tools that
+extensions registered (in load order), then MCP tools, then the memory `remember`
+tool. The first tool of a name stays; every later one is dropped with a diagnostic
+naming both sources, so a clash is never silent and never depends on timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assembler.errors import Issue
+from assembler.manifest.model import BuiltinToolSet, Manifest, PythonToolSet
+from assembler.tools.base import Tool
+from assembler.tools.registry import ToolRegistry, dedupe_guidelines
+
+
+@dataclass
+class ToolCollection:
+    """Tools in registration order, with the guidelines of their sets and the
+    diagnostics of any clash."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+    guidelines: list[str] = field(default_factory=list)
+    diagnostics: list[Issue] = field(default_factory=list)
+
+    def add(self, tool: Tool) -> bool:
+        existing = self.tools.get(tool.name)
+        if existing is not None:
+            if existing is not tool:
+                self.diagnostics.append(
+                    Issue(
+                        severity="warning",
+                        message=(
+                            f"tool `{tool.name}` from {_describe(tool.source)} is ignored: "
+                            f"`{tool.name}` from {_describe(existing.source)} came first "
+                            "(first wins)"
+                        ),
+                    )
+                )
+            return False
+        self.tools[tool.name] = tool
+        return True
+
+    def extend(self, tools: Iterable[Tool]) -> None:
+        for tool in tools:
+            self.add(tool)
+
+    def registry(self) -> ToolRegistry:
+        return ToolRegistry(self.tools.values(), dedupe_guidelines(self.guidelines))
+
+
+def _describe(source: str) -> str:
+    kind, _, name = source.partition(":")
+    return {
+        "builtin": "the built-in tools",
+        "python": f"Python tool {name}",
+        "mcp": f"MCP server `{name}`",
+        "extension": f"extension `{name}`",
+        "memory": "the memory policy",
+    }.get(kind, source)
+
+
+def builtin_tools(spec: BuiltinToolSet) -> list[Tool]:
+    from assembler.tools.builtin import resolve_builtin
+
+    tools = resolve_builtin(spec.names)
+    if spec.allow is not None:
+        allowed = set(spec.allow)
+        tools = tuple(t for t in tools if t.name in allowed)
+    return list(tools)
+
+
+def python_roots(manifest: Manifest) -> list[Path]:
+    """Where `pkg.mod:func` is looked up first: the manifest's folder, the workspace."""
+    return [manifest.directory, manifest.workspace]
+
+
+def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:
+    """Built-in and Python tools of the manifest, plus all manifest guidelines.
+
+    With `static`, Python tools are described from their source without importing
+    it (`assemble render --dry-run`); their `execute` refuses to run.
+    """
+    collection = ToolCollection()
+    for spec in manifest.tools.sets:
+        collection.guidelines.extend(spec.guidelines)
+        if isinstance(spec, BuiltinToolSet):
+            collection.extend(builtin_tools(spec))
+        elif isinstance(spec, PythonToolSet):
+            collection.extend(python_tools(spec, python_roots(manifest), static=static))
+    collection.guidelines.extend(manifest.tools.guidelines)
+    return collection
+
+
+def python_tools(spec: PythonToolSet, roots: Sequence[Path], *, static: bool) -> list[Tool]:
+    if static:
+        from assembler.assembly.static_tools import static_tool
+
+        return [static_tool(entry, roots) for entry in spec.tools]
+    from assembler.tools.python_tools import load_python_tool
+
+    return [load_python_tool(entry, roots) for entry in spec.tools]

@@ -1,0 +1,121 @@
+"""The audit trace: per tool call, what was proposed, decided, executed and seen.
+
+Extensions can add capability (register a tool), change control flow (block a call)
+and change observation (rewrite a result). Each record keeps those apart: the
+model's proposal, the decision and who made it, whether the tool really ran and its
+raw result, who rewrote it, and what the model finally saw. Without all of them an
+extension could make a trace lose both the original intent and the real outcome.
+
+Records are JSON lines in `<session id>.trace.jsonl` beside the session file, one
+record per write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assembler.runner.hooks import ToolCallRecord
+from assembler.tools.base import ToolResult
+
+
+def _result(result: ToolResult | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    return {"content": result.content, "is_error": result.is_error, "details": dict(result.details)}
+
+
+def trace_record(record: ToolCallRecord, tool_source: str = "") -> dict[str, Any]:
+    """The JSON form of one call."""
+    effects = []
+    if tool_source.startswith("extension:"):
+        effects.append("capability")
+    if record.decision.blocked:
+        effects.append("control_flow")
+    if record.rewritten_by:
+        effects.append("observation")
+    call = record.call
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "turn": record.turn,
+        "call_id": call.id,
+        "tool": call.name,
+        "tool_source": tool_source,
+        "proposed": {
+            "arguments": call.arguments,
+            **({"raw_arguments": call.raw_arguments} if call.arguments is None else {}),
+        },
+        "decision": {
+            "allowed": not record.decision.blocked,
+            "blocked_by": record.decision.blocked_by or None,
+            "reason": record.decision.reason or None,
+        },
+        "executed": record.executed,
+        "raw_result": _result(record.raw_result),
+        "rewritten_by": list(record.rewritten_by),
+        "model_saw": _result(record.final),
+        "effects": effects,
+        "duration_ms": round(record.duration_ms, 3),
+    }
+
+
+class TraceWriter:
+    """Appends trace records to a JSON-lines file, one `os.write` per record."""
+
+    def __init__(self, path: Path, tool_sources: Mapping[str, str] | None = None) -> None:
+        self.path = path
+        self.tool_sources = dict(tool_sources or {})
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, record: ToolCallRecord) -> None:
+        data = trace_record(record, self.tool_sources.get(record.call.name, ""))
+        line = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+def read_trace(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a trace file; torn or corrupt lines are skipped."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def format_trace_record(record: Mapping[str, Any]) -> str:
+    """A compact human-readable form for `assemble trace`."""
+    arguments = json.dumps(record.get("proposed", {}).get("arguments"), ensure_ascii=False)
+    lines = [f"turn {record.get('turn')}  {record.get('tool')}({_clip(arguments, 200)})"]
+    if record.get("tool_source"):
+        lines[0] += f"  [{record['tool_source']}]"
+    decision = record.get("decision", {})
+    if decision.get("allowed", True):
+        lines.append("  decision: allowed")
+    else:
+        lines.append(f"  decision: BLOCKED by {decision.get('blocked_by')}: {decision.get('reason')}")
+    lines.append(f"  executed: {'yes' if record.get('executed') else 'no'}")
+    raw = record.get("raw_result")
+    if raw is not None:
+        lines.append(f"  raw result: {_clip(raw.get('content', ''), 200)}")
+    if record.get("rewritten_by"):
+        lines.append(f"  rewritten by: {', '.join(record['rewritten_by'])}")
+    saw = record.get("model_saw") or {}
+    flag = " (error)" if saw.get("is_error") else ""
+    lines.append(f"  model saw{flag}: {_clip(saw.get('content', ''), 200)}")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    one_line = " ".join(str(text).split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

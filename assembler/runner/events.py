@@ -1,0 +1,196 @@
+"""The typed event stream of a run: what the CLI prints and the RPC mode sends.
+
+Every event is a frozen dataclass with a `kind` and a `to_dict()` that gives the
+JSON-lines form (`assemble run --json`). The runner yields them in the order things
+happen; consumers never need to look inside the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from assembler.messages import AssistantMessage, ToolCall, Usage
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.arguments is None:
+        data["raw_arguments"] = call.raw_arguments
+        data["arguments_error"] = call.arguments_error
+    return data
+
+
+@dataclass(frozen=True)
+class RunStart:
+    kind: ClassVar[str] = "run_start"
+    prompt: str
+    model: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "prompt": self.prompt, "model": self.model}
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    kind: ClassVar[str] = "turn_start"
+    turn: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "turn": self.turn}
+
+
+@dataclass(frozen=True)
+class TextDeltaEvent:
+    kind: ClassVar[str] = "text_delta"
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "text": self.text}
+
+
+@dataclass(frozen=True)
+class ToolCallProposed:
+    """The model asked for a tool call (before any extension decided on it)."""
+
+    kind: ClassVar[str] = "tool_call"
+    call: ToolCall
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "call": _call_dict(self.call)}
+
+
+@dataclass(frozen=True)
+class ToolCallBlocked:
+    """An extension blocked the call: it was not executed."""
+
+    kind: ClassVar[str] = "tool_blocked"
+    call: ToolCall
+    reason: str
+    blocked_by: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "call": _call_dict(self.call),
+            "reason": self.reason,
+            "blocked_by": self.blocked_by,
+        }
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """What the model will see for a call, and whether the tool actually ran."""
+
+    kind: ClassVar[str] = "tool_result"
+    call: ToolCall
+    content: str
+    is_error: bool
+    executed: bool
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "call_id": self.call.id,
+            "name": self.call.name,
+            "content": self.content,
+            "is_error": self.is_error,
+            "executed": self.executed,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    kind: ClassVar[str] = "usage"
+    usage: Usage
+    total: Usage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "total_input_tokens": self.total.input_tokens,
+            "total_output_tokens": self.total.output_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    kind: ClassVar[str] = "turn_end"
+    turn: int
+    message: AssistantMessage
+    stop_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "turn": self.turn,
+            "text": self.message.text,
+            "tool_calls": [_call_dict(c) for c in self.message.tool_calls],
+            "stop_reason": self.stop_reason,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """Something worth telling the user that does not stop the run."""
+
+    kind: ClassVar[str] = "diagnostic"
+    message: str
+    severity: str = "warning"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "severity": self.severity, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    kind: ClassVar[str] = "error"
+    message: str
+    error_type: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "message": self.message, "error_type": self.error_type}
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """The end of one prompt's run. `reason`: completed, max_turns, blocked,
+    cancelled or error; `text` is the final assistant text."""
+
+    kind: ClassVar[str] = "run_end"
+    reason: str
+    text: str = ""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "reason": self.reason,
+            "text": self.text,
+            "turns": self.turns,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "message": self.message,
+        }
+
+
+Event = (
+    RunStart
+    | TurnStart
+    | TextDeltaEvent
+    | ToolCallProposed
+    | ToolCallBlocked
+    | ToolResultEvent
+    | UsageEvent
+    | TurnEnd
+    | Diagnostic
+    | ErrorEvent
+    | RunEnd
+)

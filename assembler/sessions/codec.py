@@ -1,0 +1,161 @@
+"""Messages to and from plain JSON objects, for session files.
+
+A session file outlives the process that wrote it and may be read by a later version
+of agent-assembler, so the on-disk form is spelled out here field by field instead of
+using `dataclasses.asdict`: renaming a dataclass field must not silently change the
+file format. Decoding is strict: a record with an unknown `role`, a missing field or
+a field of the wrong type raises `SessionError` naming the problem, because guessing
+would put a made-up turn into a conversation the model is shown again on resume.
+
+The round trip is exact, including a `ToolCall` whose arguments were not a JSON
+object (`arguments` None, the model's `raw_arguments` and the `arguments_error`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assembler.errors import SessionError
+from assembler.messages import (
+    AssistantMessage,
+    ContextMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+
+def message_to_dict(msg: Message) -> dict[str, Any]:
+    """The JSON object stored for one message; `role` says which type it is."""
+    if isinstance(msg, AssistantMessage):
+        return {
+            "role": "assistant",
+            "text": msg.text,
+            "tool_calls": [tool_call_to_dict(call) for call in msg.tool_calls],
+        }
+    if isinstance(msg, ToolResultMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": msg.tool_call_id,
+            "name": msg.name,
+            "content": msg.content,
+            "is_error": msg.is_error,
+        }
+    if isinstance(msg, ContextMessage):
+        return {"role": "context", "content": msg.content}
+    if isinstance(msg, UserMessage):
+        return {"role": "user", "content": msg.content}
+    raise SessionError(f"cannot store a message of type {type(msg).__name__}")
+
+
+def message_from_dict(data: object) -> Message:
+    """The message stored by `message_to_dict`; `SessionError` if the record is malformed."""
+    if not isinstance(data, Mapping):
+        raise SessionError(f"a message record must be a JSON object, not {_kind(data)}")
+    role = data.get("role")
+    if role == "user":
+        return UserMessage(content=_str(data, "content", "user message"))
+    if role == "context":
+        return ContextMessage(content=_str(data, "content", "context message"))
+    if role == "assistant":
+        calls = data.get("tool_calls", [])
+        if not isinstance(calls, list):
+            raise SessionError(
+                f"assistant message: 'tool_calls' must be a list, not {_kind(calls)}"
+            )
+        return AssistantMessage(
+            text=_str(data, "text", "assistant message", default=""),
+            tool_calls=tuple(tool_call_from_dict(call) for call in calls),
+        )
+    if role == "tool":
+        is_error = data.get("is_error", False)
+        if not isinstance(is_error, bool):
+            raise SessionError(f"tool result: 'is_error' must be a boolean, not {_kind(is_error)}")
+        return ToolResultMessage(
+            tool_call_id=_str(data, "tool_call_id", "tool result"),
+            name=_str(data, "name", "tool result"),
+            content=_str(data, "content", "tool result"),
+            is_error=is_error,
+        )
+    if role is None:
+        raise SessionError("a message record has no 'role'")
+    raise SessionError(f"unknown message role {role!r} (expected user, context, assistant or tool)")
+
+
+def tool_call_to_dict(call: ToolCall) -> dict[str, Any]:
+    """One tool call; `arguments` is null when the model sent something unparseable."""
+    return {
+        "id": call.id,
+        "name": call.name,
+        "arguments": None if call.arguments is None else dict(call.arguments),
+        "raw_arguments": call.raw_arguments,
+        "arguments_error": call.arguments_error,
+    }
+
+
+def tool_call_from_dict(data: Any) -> ToolCall:
+    """The tool call stored by `tool_call_to_dict`."""
+    if not isinstance(data, Mapping):
+        raise SessionError(f"a tool call record must be a JSON object, not {_kind(data)}")
+    arguments = data.get("arguments")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise SessionError(
+            f"tool call: 'arguments' must be a JSON object or null, not {_kind(arguments)}"
+        )
+    return ToolCall(
+        id=_str(data, "id", "tool call"),
+        name=_str(data, "name", "tool call"),
+        arguments=None if arguments is None else dict(arguments),
+        raw_arguments=_str(data, "raw_arguments", "tool call", default=""),
+        arguments_error=_str(data, "arguments_error", "tool call", default=""),
+    )
+
+
+def usage_to_dict(usage: Usage) -> dict[str, int]:
+    """Token counts of one response, as stored next to the assistant message."""
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+
+
+def usage_from_dict(data: Any) -> Usage:
+    """The usage stored by `usage_to_dict`; missing counts are 0."""
+    if not isinstance(data, Mapping):
+        raise SessionError(f"a usage record must be a JSON object, not {_kind(data)}")
+    counts: list[int] = []
+    for key in ("input_tokens", "output_tokens"):
+        value = data.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SessionError(f"usage: {key!r} must be a non-negative integer, not {value!r}")
+        counts.append(value)
+    return Usage(input_tokens=counts[0], output_tokens=counts[1])
+
+
+_MISSING: Any = object()
+
+
+def _str(data: Mapping[str, Any], key: str, what: str, default: str = _MISSING) -> str:
+    value = data.get(key, default)
+    if value is _MISSING:
+        raise SessionError(f"{what}: the field {key!r} is missing")
+    if not isinstance(value, str):
+        raise SessionError(f"{what}: {key!r} must be a string, not {_kind(value)}")
+    return value
+
+
+def _kind(value: object) -> str:
+    """A JSON-flavoured name for a value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,1 @@
+"""A tiny shop backend with a shipping-fee bug (the agent-assembler example)."""
