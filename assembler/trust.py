@@ -17,18 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assembler.errors import TrustError
+from assembler.sessions.paths import default_config_dir
 
 TRUST_FILE = "trust.json"
-
-
-def default_config_dir() -> Path:
-    """`$ASSEMBLER_CONFIG_DIR`, else `$XDG_CONFIG_HOME/agent-assembler`, else
-    `~/.config/agent-assembler`."""
-    explicit = os.environ.get("ASSEMBLER_CONFIG_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "agent-assembler"
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,7 @@ def render_result(
         parts.append(json.dumps(structured, ensure_ascii=False, indent=2, sort_keys=True))
     text = "\n".join(parts)
     if not text:
-        text = (
-            f"[MCP tool `{tool}` failed without a message]"
-            if result.is_error
-            else "(no output)"
-        )
+        text = f"[MCP tool `{tool}` failed without a message]" if result.is_error else "(no output)"
     cut = truncate_text(text, max_lines, max_bytes, keep="head")
     body = cut.text
     if cut.truncated:

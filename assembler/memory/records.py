@@ -75,39 +75,48 @@ def validate_record(
     Unknown fields are refused rather than dropped: a misspelt `descripton` should be
     corrected, not silently lose the description.
     """
-    problems: list[str] = []
     if not isinstance(raw, Mapping):
-        raise MemoryStoreError("a memory record must be an object with name, description, type, body")
+        raise MemoryStoreError(
+            "a memory record must be an object with name, description, type and body"
+        )
+    problems: list[str] = []
     unknown = sorted(str(key) for key in raw if key not in RECORD_FIELDS)
     if unknown:
         problems.append(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(RECORD_FIELDS)}")
-    name = raw.get("name")
+    missing = [key for key in RECORD_FIELDS if key not in raw]
+    if missing:
+        problems.append(f"missing field(s) {', '.join(missing)}")
+    name = raw.get("name", "")
     label = name if isinstance(name, str) and name else "?"
-    if not isinstance(name, str):
-        problems.append("name must be a string")
-        name = ""
-    elif not is_valid_name(name):
-        problems.append(
-            f"name {name!r} must be 1-{MAX_NAME_LENGTH} lowercase letters, digits and hyphens, "
-            "starting with a letter or digit"
-        )
-    description = _check_description(raw.get("description"), problems)
-    record_type = raw.get("type")
+    if "name" in raw:
+        _check_name(name, problems)
+    description = _check_description(raw.get("description", ""), problems)
+    record_type = raw.get("type", RECORD_TYPES[0])
     if record_type not in RECORD_TYPES:
         problems.append(f"type must be one of {', '.join(RECORD_TYPES)} (got {record_type!r})")
-        record_type = "project"
-    body = _check_body(raw.get("body"), max_body_bytes, problems)
+    body = _check_body(raw.get("body", ""), max_body_bytes, problems)
     if problems:
         raise MemoryStoreError(f"invalid memory record {label!r}: " + "; ".join(problems))
     return MemoryRecord(name, description, cast(RecordType, record_type), body)
 
 
+def _check_name(value: object, problems: list[str]) -> None:
+    if not isinstance(value, str):
+        problems.append("name must be a string")
+    elif not is_valid_name(value):
+        problems.append(
+            f"name {value!r} must be 1-{MAX_NAME_LENGTH} lowercase letters, digits and "
+            "hyphens, starting with a letter or digit"
+        )
+
+
 def _check_description(value: object, problems: list[str]) -> str:
+    # A missing description is reported once, as a missing field, not again here.
     if not isinstance(value, str):
         problems.append("description must be a string")
         return ""
     text = value.strip()
-    if not text:
+    if value and not text:
         problems.append("description must not be empty")
     elif len(text.splitlines()) > 1 or _has_control(text):
         problems.append("description must be one line")
@@ -128,7 +137,7 @@ def _check_body(value: object, max_bytes: int, problems: list[str]) -> str:
     text = value.replace("\r\n", "\n").replace("\r", "\n").rstrip()
     while text.startswith("\n"):
         text = text[1:]
-    if not text.strip():
+    if value and not text:
         problems.append("body must not be empty")
     elif "\x00" in text:
         problems.append("body must not contain NUL characters")

@@ -53,6 +53,7 @@ form, these are the conventions):
 from __future__ import annotations
 
 import builtins
+import contextlib
 import enum
 import json
 import os
@@ -460,10 +461,9 @@ def _lock(fd: int) -> None:
     either way: that comes from the single `O_APPEND` write. Released by `os.close`.
     """
     if sys.platform != "win32":
-        try:
+        # A filesystem without locks (some network mounts): carry on unlocked.
+        with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # e.g. a network filesystem without locks: carry on unlocked
-            pass
 
 
 def _write_atomic(

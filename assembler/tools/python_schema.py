@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import collections.abc as abc
 import dataclasses
 import enum
-import json
 import math
 import re
 import types
 import typing
+from collections import abc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,7 +122,8 @@ def _section_kind(lines: Sequence[str], index: int) -> str:
 def _google_params(lines: Sequence[str], start: int) -> Iterator[tuple[str, str]]:
     """Entries of a Google section: `name (type): text`, continued on deeper lines."""
     entry_indent: int | None = None
-    name, text = "", []
+    name = ""
+    text: list[str] = []
     for line in lines[start:]:
         if not line:
             continue
@@ -283,10 +283,12 @@ def json_value(value: Any) -> tuple[bool, Any]:
 
     Tuples become lists and Enum members their schema value, as the model sends them.
     """
-    if value is None or isinstance(value, bool | str):
-        return True, value
     if isinstance(value, enum.Enum):
         return json_value(value.value if _enum_uses_values(type(value)) else value.name)
+    if value is None or isinstance(value, bool):
+        return True, value
+    if isinstance(value, str):
+        return True, str(value)
     if isinstance(value, int):
         return True, int(value)
     if isinstance(value, float):
@@ -333,7 +335,13 @@ class Derived:
     convert: Converter | None = None
 
 
-_SEQUENCES: tuple[Any, ...] = (list, abc.Sequence, abc.MutableSequence, abc.Collection, abc.Iterable)
+_SEQUENCES: tuple[Any, ...] = (
+    list,
+    abc.Sequence,
+    abc.MutableSequence,
+    abc.Collection,
+    abc.Iterable,
+)
 _SETS: tuple[Any, ...] = (set, frozenset, abc.Set, abc.MutableSet)
 _MAPPINGS: tuple[Any, ...] = (dict, abc.Mapping, abc.MutableMapping)
 _LITERAL_VALUE = bool | int | float | str | None
@@ -491,7 +499,8 @@ def _field_hints(kind: type) -> dict[str, Any]:
 def _typeddict(kind: type, seen: tuple[type, ...]) -> Derived:
     hints = _field_hints(kind)
     fields: dict[str, Derived] = {}
-    for key, hint in hints.items():
+    for key, declared in hints.items():
+        hint = declared
         while typing.get_origin(hint) in _FIELD_WRAPPERS:
             hint = typing.get_args(hint)[0]
         fields[key] = _hint(hint, seen)
@@ -520,15 +529,17 @@ def _dataclass(kind: type, seen: tuple[type, ...]) -> Derived:
     return Derived(record(properties, required), _fields_converter(fields, kind))
 
 
-def _fields_converter(fields: Mapping[str, Derived], kind: type | None) -> Converter:
+def _fields_converter(fields: Mapping[str, Derived], kind: type | None) -> Converter | None:
+    """Convert each field's value; build the dataclass (`kind`) when there is one."""
+    converters = {key: part.convert for key, part in fields.items() if part.convert is not None}
+    if not converters and kind is None:
+        return None
+
     def convert(value: Any) -> Any:
         if not isinstance(value, dict):
             return value
         items = {
-            key: item if key not in fields or fields[key].convert is None
-            # The `is None` test above guarantees a converter here.
-            else typing.cast(Converter, fields[key].convert)(item)
-            for key, item in value.items()
+            key: converters[key](item) if key in converters else item for key, item in value.items()
         }
         return items if kind is None else kind(**items)
 
@@ -537,7 +548,6 @@ def _fields_converter(fields: Mapping[str, Derived], kind: type | None) -> Conve
 
 # --- annotations in source -----------------------------------------------------------
 
-_TYPING_MODULES = ("typing_extensions.", "typing.")
 _SCALAR_NAMES = {
     "builtins.str": "string",
     "builtins.int": "integer",
@@ -573,7 +583,6 @@ _MAPPING_NAMES = {
     "typing.MutableMapping",
     "collections.abc.MutableMapping",
 }
-_NOT_A_TYPE = object()
 
 
 class SourceTypes:
@@ -628,9 +637,16 @@ class SourceTypes:
                     self._bind(node.name, statement)
 
     def qualify(self, node: ast.expr) -> str | None:
-        """The dotted name an expression refers to (`typing.Optional`), or None."""
+        """The dotted name an expression refers to (`typing.Optional`), or None;
+        `typing_extensions` names count as `typing` ones."""
+        name = self._dotted(node)
+        if name and name.startswith("typing_extensions."):
+            return "typing." + name.removeprefix("typing_extensions.")
+        return name
+
+    def _dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Attribute):
-            base = self.qualify(node.value)
+            base = self._dotted(node.value)
             return f"{base}.{node.attr}" if base else None
         if not isinstance(node, ast.Name):
             return None
@@ -638,11 +654,7 @@ class SourceTypes:
         if bound is None:
             return f"builtins.{node.id}" if hasattr(builtins, node.id) else None
         if len(bound) == 1 and isinstance(bound[0], str):
-            name = bound[0]
-            for prefix in _TYPING_MODULES:
-                if name.startswith(prefix):
-                    return "typing." + name[len(prefix) :]
-            return name
+            return bound[0]
         return None
 
     def alias(self, node: ast.expr) -> ast.expr | None:
@@ -750,14 +762,12 @@ class SourceTypes:
             except ValueError:
                 raise RuntimeOnly(ast.unparse(arg)) from None
             if not _is_primitive(value):
-                raise SchemaError(
-                    f"Literal value {value!r} is not a JSON string, number or bool"
-                )
+                raise SchemaError(f"Literal value {value!r} is not a JSON string, number or bool")
             yield value
 
     def default(self, node: ast.expr) -> Any:
-        """The value of a default expression: a literal, or a module-level constant
-        bound once to a literal. `_NOT_A_TYPE`-style unknowns raise `RuntimeOnly`."""
+        """The value of a default expression: a literal, or a module-level name bound
+        once to a literal. Anything else (a call, an Enum member) raises `RuntimeOnly`."""
         target = self.alias(node) if isinstance(node, ast.Name) else node
         if target is None:
             raise RuntimeOnly(ast.unparse(node))
@@ -765,12 +775,3 @@ class SourceTypes:
             return ast.literal_eval(target)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise RuntimeOnly(ast.unparse(node)) from None
-
-
-def is_json_schema_object(value: object) -> bool:
-    """A declared `parameters` value that can be serialised as given."""
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return isinstance(value, Mapping)

@@ -78,10 +78,13 @@ def test_append_writes_one_compact_line_per_entry(session: Session) -> None:
 
     lines = raw_lines(session.path)
     assert len(lines) == 4 and lines[-1] == b""
-    assert lines[1] == (
-        f'{{"id":"{first.id}","parent":null,"type":"event","time":"{first.time}",'
-        '"kind":"turn_start","text":"é\u2028"}'
-    ).encode()
+    assert (
+        lines[1]
+        == (
+            f'{{"id":"{first.id}","parent":null,"type":"event","time":"{first.time}",'
+            '"kind":"turn_start","text":"é\u2028"}'
+        ).encode()
+    )
     assert session.entries() == [first, second]
     assert session.skipped == 0
 
@@ -433,10 +436,9 @@ def test_open_by_id_prefix_or_path(store: SessionStore, tmp_path: Path) -> None:
     for key in (session.id, session.id[:-3], session.path, str(session.path)):
         opened = store.open(key)
         assert opened.id == session.id and opened.leaf == entry.id
-    other = store.create("reviewer", None, "m")
-    common = os.path.commonprefix([session.id, other.id])
+    store.create("reviewer", None, "m")
     with pytest.raises(SessionError, match="matches 2 sessions"):
-        store.open(common)
+        store.open(session.id[:4])  # the year both ids start with
     with pytest.raises(SessionError, match="no session 'zzz'"):
         store.open("zzz")
     with pytest.raises(SessionError, match="no session file"):

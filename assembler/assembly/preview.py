@@ -1,0 +1,118 @@
+"""The prompt side of an agent without a model call: what `assemble render` shows.
+
+A dry run builds it from files alone: Python tools are described from their parsed
+source, extensions are not loaded and MCP servers are not started; what only running
+code could tell (tools an extension or a server would add) is listed in `unknowns`.
+A live preview builds the real agent (trust required), starts its servers, and
+reads the prompt the first request would carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assembler.assembly.prompt import make_prompt_provider
+from assembler.assembly.tools import manifest_tools
+from assembler.errors import Issue, ProviderError
+from assembler.manifest.model import Manifest, MCPToolSet
+from assembler.messages import ModelRequest, StreamEvent
+from assembler.prompt.renderer import RenderedPrompt
+from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
+from assembler.tools.base import Tool
+
+TrustPrompt = Callable[[Path, list[str]], bool]
+
+
+@dataclass(frozen=True)
+class Preview:
+    rendered: RenderedPrompt
+    tools: tuple[Tool, ...]
+    snapshot: ResourceSnapshot
+    diagnostics: tuple[Issue, ...] = ()
+    unknowns: tuple[str, ...] = ()
+    memory: tuple[str, ...] = field(default=())
+
+
+def dry_run_unknowns(manifest: Manifest, flags: LoaderFlags) -> list[str]:
+    unknowns: list[str] = []
+    if not flags.no_extensions:
+        for extension in manifest.extensions:
+            unknowns.append(
+                f"extension `{extension.name}` is not loaded in a dry run: tools, commands "
+                "and handlers it registers are not shown"
+            )
+    seen: set[str] = set()
+    for tool_set in manifest.tools.sets:
+        if isinstance(tool_set, MCPToolSet) and tool_set.server.name not in seen:
+            seen.add(tool_set.server.name)
+            unknowns.append(
+                f"MCP server `{tool_set.server.name}` is not started in a dry run: its tools "
+                "are not shown"
+            )
+    return unknowns
+
+
+def preview_dry_run(
+    manifest: Manifest, flags: LoaderFlags | None = None, *, user_input: str | None = None
+) -> Preview:
+    """Everything a dry run can know, reading files only."""
+    flags = flags or LoaderFlags()
+    snapshot = ResourceLoader(manifest, flags).reload()
+    collection = manifest_tools(manifest, static=True)
+    registry = collection.registry()
+    provider = make_prompt_provider(manifest, snapshot, registry)
+    return Preview(
+        rendered=provider.render(),
+        tools=registry.tools(),
+        snapshot=snapshot,
+        diagnostics=(*snapshot.diagnostics, *collection.diagnostics),
+        unknowns=tuple(dry_run_unknowns(manifest, flags)),
+    )
+
+
+class NoModel:
+    """Stands in for the model when only the prompt side is wanted."""
+
+    name = "none"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        raise ProviderError("render does not call the model")
+        yield  # unreachable; makes this an async generator like every provider
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def preview_live(
+    manifest: Manifest,
+    flags: LoaderFlags | None = None,
+    *,
+    trust: bool | None = None,
+    ask_trust: TrustPrompt | None = None,
+    session_dir: Path | None = None,
+    user_input: str | None = None,
+) -> Preview:
+    """Build the real agent (extensions loaded, servers started) and read its prompt."""
+    from assembler.build import build_agent
+
+    agent = build_agent(
+        manifest,
+        provider=NoModel(),
+        flags=flags,
+        record_session=False,
+        trust=trust,
+        ask_trust=ask_trust,
+        session_dir=session_dir,
+    )
+    try:
+        await agent.start()
+        return Preview(
+            rendered=agent.parts.prompt.render(),
+            tools=agent.registry.tools(),
+            snapshot=agent.snapshot,
+            diagnostics=agent.diagnostics,
+        )
+    finally:
+        await agent.aclose()

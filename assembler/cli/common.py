@@ -1,0 +1,75 @@
+"""Options and helpers shared by the commands that build an agent."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from assembler.manifest.model import Manifest
+from assembler.resources.loader import LoaderFlags
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def resource_options(function: F) -> F:
+    """`--no-skills`, `--no-context-files`, `--no-prompt-templates`,
+    `--no-extensions` and `--skill PATH`: each switches its own source only."""
+    options = [
+        click.option("--no-skills", is_flag=True, help="Load no skills from the manifest's directories."),
+        click.option("--no-context-files", is_flag=True, help="Read no project context files."),
+        click.option("--no-prompt-templates", is_flag=True, help="Ignore the manifest's template overrides."),
+        click.option("--no-extensions", is_flag=True, help="Load no extensions."),
+        click.option(
+            "--skill",
+            "skills",
+            multiple=True,
+            type=click.Path(path_type=Path, exists=True),
+            help="Load this skill folder too (even with --no-skills). Repeatable.",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def loader_flags(params: dict[str, Any]) -> LoaderFlags:
+    return LoaderFlags(
+        no_skills=bool(params.get("no_skills")),
+        no_context_files=bool(params.get("no_context_files")),
+        no_prompt_templates=bool(params.get("no_prompt_templates")),
+        no_extensions=bool(params.get("no_extensions")),
+        explicit_skills=tuple(Path(p).resolve() for p in params.get("skills", ())),
+    )
+
+
+def load(manifest: Path, flags: LoaderFlags) -> Manifest:
+    """Load with the same checks and messages as `assemble validate`; warnings go to
+    stderr, errors raise (and the CLI prints them once, in `main`)."""
+    from assembler.errors import ManifestError
+    from assembler.validation.validator import validate_file
+
+    report = validate_file(manifest, unset_variables="error", explicit_skills=flags.explicit_skills)
+    if report.has_errors or report.manifest is None:
+        raise ManifestError(report.issues)
+    for issue in report.issues:
+        click.echo(issue.format(), err=True)
+    return report.manifest
+
+
+def ask_trust(directory: Path, code: list[str]) -> bool:
+    """Ask on the terminal whether to trust `directory`; remember a yes."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    click.echo(f"This agent would run code from {directory}:", err=True)
+    for item in code:
+        click.echo(f"  - {item}", err=True)
+    if not click.confirm("Trust this directory (remembered in your config)?", default=False, err=True):
+        return False
+    from assembler.trust import TrustStore
+
+    TrustStore().add(directory)
+    return True

@@ -1,0 +1,79 @@
+"""How a run looks on a terminal: streamed text on stdout, tool activity on stderr.
+
+Tool calls and results are shown compactly (one line each, arguments clipped), so
+the answer stays readable while the work stays visible. `--json` bypasses all of
+this and prints the event stream as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from assembler.runner.events import (
+    Diagnostic,
+    ErrorEvent,
+    Event,
+    RunEnd,
+    TextDeltaEvent,
+    ToolCallBlocked,
+    ToolCallProposed,
+    ToolResultEvent,
+    TurnStart,
+)
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _arguments(arguments: Any) -> str:
+    if not isinstance(arguments, dict):
+        return ""
+    if len(arguments) == 1:
+        return _clip(str(next(iter(arguments.values()))), 80)
+    return _clip(json.dumps(arguments, ensure_ascii=False), 80)
+
+
+class EventPrinter:
+    """Prints events for people; remembers whether stdout ends mid-line."""
+
+    def __init__(self, *, color: bool | None = None) -> None:
+        self.color = color
+        self.mid_line = False
+
+    def _err(self, text: str, fg: str | None = None) -> None:
+        self._end_line()
+        click.secho(text, err=True, fg=fg, color=self.color)
+
+    def _end_line(self) -> None:
+        if self.mid_line:
+            click.echo()
+            self.mid_line = False
+
+    def show(self, event: Event) -> None:
+        if isinstance(event, TextDeltaEvent):
+            click.echo(event.text, nl=False)
+            self.mid_line = not event.text.endswith("\n")
+        elif isinstance(event, TurnStart) and event.turn > 1:
+            self._end_line()
+        elif isinstance(event, ToolCallProposed):
+            self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")
+        elif isinstance(event, ToolCallBlocked):
+            self._err(f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red")
+        elif isinstance(event, ToolResultEvent) and event.executed:
+            lines = event.content.count("\n") + 1 if event.content else 0
+            status = "error" if event.is_error else "ok"
+            first = _clip(event.content.splitlines()[0] if event.content else "", 80)
+            self._err(f"← {event.call.name} {status} ({lines} lines) {first}", fg="red" if event.is_error else None)
+        elif isinstance(event, Diagnostic):
+            self._err(f"{event.severity}: {event.message}", fg="yellow")
+        elif isinstance(event, ErrorEvent):
+            self._err(f"error: {event.message}", fg="red")
+        elif isinstance(event, RunEnd):
+            self._end_line()
+            if event.reason != "completed":
+                self._err(f"run ended: {event.reason}: {event.message}", fg="yellow")

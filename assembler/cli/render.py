@@ -1,0 +1,181 @@
+"""`assemble render`: the exact system prompt of the first request, and the tools.
+
+No other agent tool prints the final assembled prompt; this one does, byte for byte,
+so a prompt change can be reviewed in a pull request like code (`--write` a snapshot,
+`--check` it in CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assembler.cli.common import ask_trust, load, loader_flags, resource_options
+
+WORKSPACE_PLACEHOLDER = "{workspace}"
+
+
+@click.command()
+@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="No side effects: imports no project code, starts no process, opens no socket, writes nothing.",
+)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--prompt-only", is_flag=True, help="Print the system prompt only, without the tool summary.")
+@click.option("--strict", is_flag=True, help="Exit 1 when a dry run cannot know everything (extensions, MCP servers).")
+@click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False), help="Compare with a committed snapshot; exit 1 with a diff on drift.")
+@click.option("--write", "write_file", type=click.Path(path_type=Path, dir_okay=False), help="Write the output as a snapshot for --check.")
+@click.option("--input", "user_input", help="A user message: shows which memories would be selected for it.")
+@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run (without --dry-run).")
+@resource_options
+def render(
+    manifest: Path,
+    dry_run: bool,
+    output_format: str,
+    prompt_only: bool,
+    strict: bool,
+    check_file: Path | None,
+    write_file: Path | None,
+    user_input: str | None,
+    trust: bool,
+    **resources: Any,
+) -> None:
+    """Show the exact system prompt and tool schemas of MANIFEST's first request."""
+    from assembler.assembly.preview import preview_dry_run, preview_live
+
+    flags = loader_flags(resources)
+    loaded = load(manifest, flags)
+    if dry_run:
+        preview = preview_dry_run(loaded, flags, user_input=user_input)
+    else:
+        preview = asyncio.run(
+            preview_live(loaded, flags, trust=True if trust else None, ask_trust=ask_trust, user_input=user_input)
+        )
+    for issue in preview.diagnostics:
+        click.echo(issue.format(), err=True)
+    for unknown in preview.unknowns:
+        click.echo(f"dry run: {unknown}", err=True)
+    workspace = str(loaded.workspace.resolve())
+    output = _json(preview, workspace) if output_format == "json" else _text(preview, prompt_only)
+    if write_file is not None:
+        write_file.parent.mkdir(parents=True, exist_ok=True)
+        write_file.write_text(_portable(output, workspace), "utf-8")
+        click.echo(f"wrote {write_file}", err=True)
+    elif check_file is not None:
+        _check(check_file, _portable(output, workspace))
+    else:
+        click.echo(output, nl=not output.endswith("\n"))
+    if strict and preview.unknowns:
+        sys.exit(1)
+
+
+def _text(preview: Any, prompt_only: bool) -> str:
+    prompt = preview.rendered.text
+    if prompt_only:
+        return prompt + "\n"
+    lines = [prompt, "", f"---- tool schemas ({len(preview.tools)}) ----"]
+    for tool in preview.tools:
+        lines.append(f"{tool.name}({_signature(tool.parameters)})  [{tool.source}]")
+        first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+        if first:
+            lines.append(f"    {first}")
+    if preview.memory:
+        lines.append("")
+        lines.append(f"---- selected memories ({len(preview.memory)}) ----")
+        lines.extend(preview.memory)
+    return "\n".join(lines) + "\n"
+
+
+def _signature(schema: Any) -> str:
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    required = set(schema.get("required", ())) if isinstance(schema, dict) else set()
+    parts = []
+    for name, spec in properties.items():
+        kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+        kind = "|".join(kind) if isinstance(kind, list) else kind
+        parts.append(f"{name}{'' if name in required else '?'}: {kind}")
+    return ", ".join(parts)
+
+
+def _json(preview: Any, workspace: str) -> str:
+    rendered = preview.rendered
+    sources = _section_sources(preview, workspace)
+    payload = {
+        "sha256": hashlib.sha256(rendered.text.encode("utf-8")).hexdigest(),
+        "characters": len(rendered.text),
+        "estimated_tokens": estimate_tokens(rendered.text),
+        "sections": [
+            {
+                "name": section.name,
+                "template": section.template,
+                "sources": sources.get(section.name, []),
+                "estimated_tokens": estimate_tokens(section.text),
+                "text": section.text,
+            }
+            for section in rendered.sections
+        ],
+        "prompt": rendered.text,
+        "tools": [
+            {
+                "name": tool.name,
+                "source": tool.source,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            }
+            for tool in preview.tools
+        ],
+        "selected_memories": list(preview.memory),
+        "unknown": list(preview.unknowns),
+        "diagnostics": [issue.format() for issue in preview.diagnostics],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def _section_sources(preview: Any, workspace: str) -> dict[str, list[str]]:
+    snapshot = preview.snapshot
+    return {
+        "identity": ["manifest: identity", "manifest: context"],
+        "tools": [f"{tool.source}: {tool.name}" for tool in preview.tools],
+        "workspace": [f"workspace: {workspace}"] + [f"context file: {f.path}" for f in snapshot.context_files],
+        "skills": [str(skill.path) for skill in snapshot.skills],
+        "memory": [f"memory: {name}" for name in preview.memory],
+    }
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token: a stable estimate without a tokenizer."""
+    return (len(text) + 3) // 4
+
+
+def _portable(output: str, workspace: str) -> str:
+    """Snapshots replace the absolute workspace path, which differs per checkout."""
+    return output.replace(workspace, WORKSPACE_PLACEHOLDER)
+
+
+def _check(snapshot_file: Path, output: str) -> None:
+    try:
+        expected = snapshot_file.read_text("utf-8")
+    except FileNotFoundError:
+        click.echo(f"no snapshot at {snapshot_file}; create it with --write", err=True)
+        sys.exit(1)
+    if expected == output:
+        click.echo(f"{snapshot_file}: prompt unchanged", err=True)
+        return
+    diff = difflib.unified_diff(
+        expected.splitlines(keepends=True),
+        output.splitlines(keepends=True),
+        fromfile=str(snapshot_file),
+        tofile="rendered now",
+    )
+    sys.stdout.writelines(diff)
+    click.echo(f"{snapshot_file}: the rendered prompt drifted from the snapshot", err=True)
+    sys.exit(1)

@@ -1,0 +1,159 @@
+"""`assemble run`: one prompt to completion, or an interactive session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from assembler.cli.common import ask_trust, load, loader_flags, resource_options
+
+if TYPE_CHECKING:
+    from assembler.agent import Agent
+
+
+@click.command()
+@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
+@click.option("--model", help="Use this model instead of the manifest's: provider:name.")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping.")
+@click.option("--session-dir", type=click.Path(path_type=Path, file_okay=False), help="Where session files go.")
+@click.option("--no-session", is_flag=True, help="Do not record a session file.")
+@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
+@resource_options
+def run(
+    manifest: Path,
+    prompt: str | None,
+    as_json: bool,
+    model: str | None,
+    max_turns: int | None,
+    session_dir: Path | None,
+    no_session: bool,
+    trust: bool,
+    **resources: Any,
+) -> None:
+    """Run MANIFEST's agent on a prompt (-p), or interactively.
+
+    Interactive: type a message; Ctrl-C cancels the current turn, /exit (or Ctrl-D)
+    leaves. Tool calls and results are shown on stderr.
+    """
+    from assembler.build import build_agent
+
+    flags = loader_flags(resources)
+    loaded = load(manifest, flags)
+    agent = build_agent(
+        loaded,
+        model=model,
+        flags=flags,
+        session_dir=session_dir,
+        record_session=not no_session,
+        trust=True if trust else None,
+        ask_trust=ask_trust,
+    )
+    _banner(agent, quiet=as_json)
+    if prompt is not None:
+        reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
+        if reason != "completed":
+            sys.exit(1)
+        return
+    _interactive(agent, as_json, max_turns)
+
+
+def _banner(agent: Agent, *, quiet: bool) -> None:
+    if quiet:
+        return
+    spec = agent.manifest.model
+    where = f" via {spec.base_url}" if spec is not None and spec.base_url else ""
+    click.secho(
+        f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}",
+        err=True,
+        dim=True,
+    )
+
+
+async def _drive(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
+    from assembler.cli.display import EventPrinter
+    from assembler.runner.events import RunEnd
+
+    printer = EventPrinter()
+    reason = "error"
+    async for event in agent.stream(prompt, max_turns=max_turns):
+        if as_json:
+            click.echo(json.dumps(event.to_dict(), ensure_ascii=False, default=str))
+        else:
+            printer.show(event)
+        if isinstance(event, RunEnd):
+            reason = event.reason
+    return reason
+
+
+async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
+    try:
+        return await _drive(agent, prompt, as_json, max_turns)
+    finally:
+        await agent.aclose()
+        _session_note(agent, as_json)
+
+
+def _session_note(agent: Agent, quiet: bool) -> None:
+    if agent.session is not None and not quiet:
+        click.secho(f"session: {agent.session.path}", err=True, dim=True)
+
+
+def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
+    """A read-eval loop on one event loop, so servers and sessions live across turns.
+
+    `asyncio.Runner` turns Ctrl-C during a turn into cancelling that turn's task; the
+    runner then answers the pending tool calls as cancelled, so the conversation
+    stays valid and the next message continues it.
+    """
+    commands = agent.parts.commands
+    with asyncio.Runner() as loop:
+        try:
+            loop.run(agent.start())
+            if not as_json:
+                click.secho("Type a message; /exit or Ctrl-D to leave, Ctrl-C cancels a turn.", err=True, dim=True)
+            while True:
+                try:
+                    line = input("> ")
+                except EOFError:
+                    click.echo(err=True)
+                    break
+                except KeyboardInterrupt:
+                    click.echo("\n(/exit or Ctrl-D to leave)", err=True)
+                    continue
+                text = line.strip()
+                if not text:
+                    continue
+                if text in {"/exit", "/quit"}:
+                    break
+                if text.startswith("/") and text[1:].split(" ", 1)[0] in commands:
+                    name, _, rest = text[1:].partition(" ")
+                    _command(loop, commands[name].handler, rest)
+                    continue
+                try:
+                    loop.run(_drive(agent, text, as_json, max_turns))
+                except KeyboardInterrupt:
+                    click.secho("\n(turn cancelled)", err=True, fg="yellow")
+        finally:
+            loop.run(agent.aclose())
+            _session_note(agent, as_json)
+
+
+def _command(loop: asyncio.Runner, handler: Any, argument: str) -> None:
+    import inspect
+
+    result = handler(argument)
+    if inspect.isawaitable(result):
+        result = loop.run(_await(result))
+    if result is not None:
+        click.echo(str(result))
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

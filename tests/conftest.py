@@ -1,0 +1,90 @@
+"""Shared fixtures: no accidental network, no writes outside tmp, real loopback servers.
+
+Every test runs with its own config and data directories (so trust decisions and
+session files never touch the developer's), without provider API keys, and with
+outbound connections to anything but the loopback interface refused, the way
+openai-agents blocks real model clients in its tests.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wire.anthropic_server import AnthropicServer
+from wire.openai_server import OpenAIServer
+
+REPO = Path(__file__).resolve().parents[1]
+
+_SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # AF_UNIX
+        return True
+    host = address[0] if isinstance(address, tuple) and address else ""
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guarded_connect(self: socket.socket, address: Any) -> Any:
+        if not _is_local(address):
+            raise ConnectionRefusedError(f"tests may not reach the network ({address!r})")
+        return real_connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> Any:
+        if not _is_local(address):
+            raise ConnectionRefusedError(f"tests may not reach the network ({address!r})")
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("ASSEMBLER_CONFIG_DIR", str(home / "config"))
+    monkeypatch.setenv("ASSEMBLER_DATA_DIR", str(home / "data"))
+    for name in _SECRETS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def shipping(tmp_path: Path) -> Path:
+    """A private copy of `agents/` and `examples/`, so a run may edit the example."""
+    root = tmp_path / "project"
+    for name in ("agents", "examples", "schemas"):
+        shutil.copytree(REPO / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[AnthropicServer]:
+    with AnthropicServer() as server:
+        yield server
