@@ -104,14 +104,19 @@ def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelP
     )
 
 
-def check_trust(manifest: Manifest, trust: bool | None, ask: TrustPrompt | None = None) -> None:
+def check_trust(
+    manifest: Manifest,
+    trust: bool | None,
+    ask: TrustPrompt | None = None,
+    flags: LoaderFlags | None = None,
+) -> None:
     """Refuse to go on when project code would run in an untrusted directory.
 
     `trust=True` is the caller's explicit decision (`--trust`, or an SDK user who
     knows the code); otherwise the user's trust store decides, then `ask` (an
     interactive question), and without either the answer is no.
     """
-    code = project_code(manifest)
+    code = project_code(manifest, include_extensions=not (flags and flags.no_extensions))
     if not code or trust is True:
         return
     from assembler.trust import TrustStore
@@ -154,7 +159,7 @@ def build_agent(
     environment = os.environ if env is None else env
 
     # 1. services
-    check_trust(manifest, trust, ask_trust)
+    check_trust(manifest, trust, ask_trust, flags)
     choice = None if provider is not None else choose_model(manifest, model)
     model_provider = provider
     if choice is not None and _is_builtin_provider(choice.provider):

@@ -20,11 +20,13 @@ def trust_root(manifest: Manifest) -> Path:
     return manifest.directory.resolve()
 
 
-def project_code(manifest: Manifest, *, include_mcp: bool = True) -> list[str]:
+def project_code(
+    manifest: Manifest, *, include_extensions: bool = True, include_mcp: bool = True
+) -> list[str]:
     """Human-readable descriptions of the project code building this agent would run."""
     roots = [manifest.directory.resolve(), manifest.workspace.resolve()]
     found: list[str] = []
-    for extension in manifest.extensions:
+    for extension in manifest.extensions if include_extensions else ():
         if extension.kind == "path" and extension.path is not None:
             found.append(f"extension file {_relative(extension.path, roots[0])}")
     for tool_set in manifest.tools.sets:

@@ -272,10 +272,12 @@ class _ManifestBuilder:
             try:
                 text = file.read_text("utf-8")
             except (OSError, UnicodeDecodeError) as e:
-                reason = "file not found" if isinstance(e, FileNotFoundError) else str(e)
+                # Worded as `checks.check_templates` words it, so `validate` (which runs
+                # both) reports it once.
+                reason = "not found" if isinstance(e, FileNotFoundError) else f"cannot be read: {e}"
                 self.issues.append(
                     self.source.issue(
-                        ("prompt", section, "file"), f"template {spec['file']}: {reason}"
+                        ("prompt", section, "file"), f"template file {spec['file']} {reason}"
                     )
                 )
                 continue

@@ -155,7 +155,7 @@ def _yaml_reading(
 ) -> str:
     """Explain a YAML 1.1 surprise: `no` read as false, `1.10` as 1.1, `~` as null."""
     raw = source.plain.get(path)
-    if raw is None or raw == _show(value):
+    if not raw or raw == _show(value):  # an empty value is null, nothing to explain
         return ""
     note = f" (YAML reads the unquoted `{raw}` as {_show(value)}"
     return note + (f'; write "{raw}" if you meant text)' if suggest_quotes else ")")

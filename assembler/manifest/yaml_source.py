@@ -17,6 +17,7 @@ Anything wrong becomes a `ManifestError` with one `Issue`; nothing else escapes.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null"))
 _MERGE, _TIMESTAMP, _VALUE = f"{_TAG}merge", f"{_TAG}timestamp", f"{_TAG}value"
 _MAP, _SEQ = f"{_TAG}map", f"{_TAG}seq"
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # what libyaml counts as a line break
 _ALLOWED_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP, _MERGE, _VALUE, "!"}
 
 
@@ -62,6 +64,8 @@ class SourceMap:
     `keys` holds the position of a mapping key, `values` of the value (or of the
     element, for sequences). `plain` remembers plain (unquoted) scalars that YAML
     read as something other than a string, so a type error can say "quote it".
+    `text` holds where the text of a quoted or block string starts (after the quote;
+    for `|` and `>`, on the line below the indicator, after the indentation).
     """
 
     file: str
@@ -69,20 +73,18 @@ class SourceMap:
     values: dict[JsonPath, Mark] = field(default_factory=dict)
     plain: dict[JsonPath, str] = field(default_factory=dict)
     block: set[JsonPath] = field(default_factory=set)
+    text: dict[JsonPath, Mark] = field(default_factory=dict)
 
     def text_position(self, path: JsonPath, line: int, column: int) -> Mark:
         """Position of (`line`, `column`), both 1-based, inside the string at `path`.
 
-        Exact for single-line values; for `|` and `>` block scalars, whose text starts
-        on the line below the indicator, the line is exact and the column assumes the
-        usual two-space indentation under the key.
+        Exact for single-line values and for the lines of a `|` block scalar; for
+        folded (`>`) and multi-line flow scalars, whose lines YAML joins, the line
+        after the first is approximate.
         """
-        start = self.locate(path)
-        if path in self.block:
-            key = self.keys.get(path, start)
-            return Mark(start.line + line, key.column + 1 + column)
-        if line == 1:
-            return Mark(start.line, start.column + column)
+        start = self.text.get(path) or self.locate(path)
+        if line == 1 or path in self.block:
+            return Mark(start.line + line - 1, start.column + column - 1)
         return Mark(start.line + line - 1, column)
 
     def locate(self, path: JsonPath, *, key: bool = False) -> Mark:
@@ -181,7 +183,7 @@ def decode_text(raw: bytes, display: str) -> str:
 def load_yaml_text(text: str, display: str, *, line_offset: int = 0) -> YamlDocument:
     """Parse one YAML document from `text`; `line_offset` shifts reported lines
     (used for the frontmatter of a `SKILL.md`, which starts below a `---` line)."""
-    builder = _Builder(display, line_offset)
+    builder = _Builder(display, line_offset, text)
     try:
         data = builder.build(yaml.parse(text, Loader=_Loader))
     except ManifestError:
@@ -222,9 +224,11 @@ def _byte_position(raw: bytes, offset: int) -> tuple[int, int]:
 class _Builder:
     """Turns parser events into values, positions and checks (see module doc)."""
 
-    def __init__(self, display: str, line_offset: int) -> None:
+    def __init__(self, display: str, line_offset: int, text: str = "") -> None:
         self.display = display
         self.line_offset = line_offset
+        self.text = text
+        self.lines: list[str] | None = None
         self.source = SourceMap(display)
         self.anchors: dict[str, tuple[Any, int]] = {}
         self.expanded = 0
@@ -325,7 +329,7 @@ class _Builder:
         depth: int,
     ) -> tuple[dict[Any, Any], int]:
         result: dict[Any, Any] = {}
-        seen: dict[Any, Mark] = {}
+        seen: dict[Any, tuple[Mark, Any]] = {}
         merged: list[dict[Any, Any]] = []
         size = 1
         for event in stream:
@@ -348,12 +352,18 @@ class _Builder:
             key = self.scalar(event, None)
             if key in seen:
                 first = seen[key]
+                if type(key) is not type(first[1]):  # `1:` and `true:` are equal in Python
+                    raise self.fail(
+                        event,
+                        f"key `{event.value}` (read as {key!r}) clashes with the key "
+                        f"{first[1]!r} on line {first[0].line}; quote the keys to keep both",
+                    )
                 raise self.fail(
                     event,
-                    f"duplicate key {key!r} (first defined at line {first.line}); "
+                    f"duplicate key {key!r} (first defined at line {first[0].line}); "
                     "YAML would silently keep only the last one",
                 )
-            seen[key] = key_mark
+            seen[key] = (key_mark, key)
             child_path = (*path, key if isinstance(key, str) else str(key))
             self.source.keys[child_path] = key_mark
             value, child = self.node(next(stream), stream, child_path, depth + 1)
@@ -371,6 +381,24 @@ class _Builder:
             return list(value)
         raise self.fail(event, "a merge key `<<` needs a mapping or a list of mappings")
 
+    def text_start(self, event: events.ScalarEvent, path: JsonPath) -> None:
+        """Remember where the text of a quoted or block scalar begins."""
+        mark = self.mark(event)
+        if event.style in ("'", '"'):
+            self.source.text[path] = Mark(mark.line, mark.column + 1)
+            return
+        self.source.block.add(path)
+        if self.lines is None:
+            self.lines = _LINE_BREAK.split(self.text)
+        first = event.start_mark.line + 1
+        for index in range(first, min(event.end_mark.line + 1, len(self.lines))):
+            content = self.lines[index]
+            if content.strip():
+                indent = len(content) - len(content.lstrip(" "))
+                self.source.text[path] = Mark(first + 1 + self.line_offset, indent + 1)
+                return
+        self.source.text[path] = Mark(first + 1 + self.line_offset, mark.column)
+
     def scalar(self, event: events.ScalarEvent, path: JsonPath | None) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
@@ -382,8 +410,8 @@ class _Builder:
                 event, f"custom tag {_short_tag(event.tag)} is not allowed in a manifest"
             )
         text = event.value
-        if path is not None and event.style in ("|", ">"):
-            self.source.block.add(path)
+        if path is not None and event.style:
+            self.text_start(event, path)
         if tag in (_STR, _TIMESTAMP, _VALUE, _MERGE, "!"):
             return text
         if tag in (_INT, _FLOAT) and len(text) > MAX_NUMBER_CHARS:

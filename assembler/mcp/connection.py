@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx2
 import mcp_types as types
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ProtocolError
@@ -163,6 +163,7 @@ class MCPConnection:
         self._timed_out = False
         self._stderr: StderrTail | None = None
         self._http_error: str | None = None
+        self._stdout_noise: str | None = None
         self._failure: str | None = None
         self._failure_report: asyncio.Task[None] | None = None
         self._diagnostics: list[MCPDiagnostic] = []
@@ -179,6 +180,12 @@ class MCPConnection:
     def alive(self) -> bool:
         """Whether calls can go through: started, not closed, not known to be dead."""
         return self._session is not None and self._failure is None and not self._closing.is_set()
+
+    @property
+    def session(self) -> ClientSession | None:
+        """The SDK session while the server runs, for what this class does not wrap
+        (resources, prompts) and for benchmarks; None before start and after close."""
+        return self._session
 
     @property
     def diagnostics(self) -> tuple[MCPDiagnostic, ...]:
@@ -246,6 +253,11 @@ class MCPConnection:
                 f"MCP server `{self.name}` could not list its tools: {exc.message} "
                 f"(error {exc.code}){self._stderr_block()}"
             ) from exc
+        except Exception as exc:  # an invalid listing, a network error
+            raise MCPError(
+                f"MCP server `{self.name}` could not list its tools: "
+                f"{_exception_text(exc)}{self._stderr_block()}"
+            ) from exc
         return tools
 
     async def call_tool(
@@ -272,7 +284,7 @@ class MCPConnection:
         except ProtocolError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 if not self._closing.is_set():
-                    await self._mark_failed("the server closed the connection (it exited?)")
+                    await self._mark_failed(self._lost_reason())
                 return self._not_running(name)
             if exc.code == types.REQUEST_TIMEOUT:
                 message = (
@@ -342,7 +354,12 @@ class MCPConnection:
                     read, write = await stack.enter_async_context(self._transport())
                     watched = _WatchedReadStream(read, self._on_stream_end)
                     session = await stack.enter_async_context(
-                        ClientSession(watched, write, client_info=CLIENT_INFO)
+                        ClientSession(
+                            watched,
+                            write,
+                            client_info=CLIENT_INFO,
+                            message_handler=self._on_message,
+                        )
                     )
                     await self._handshake(session)
                     scope.deadline = math.inf
@@ -352,7 +369,9 @@ class MCPConnection:
             if scope.cancelled_caught and not self._ready.is_set():
                 self._timed_out = not self._closing.is_set()
         except Exception as exc:
-            if self._ready.is_set():
+            if self._failure is not None:
+                pass  # already reported; the transport's exit error only repeats it
+            elif self._ready.is_set():
                 self._diagnostics.append(
                     MCPDiagnostic(
                         self.name,
@@ -423,6 +442,24 @@ class MCPConnection:
             reason = response.reason_phrase or ""
             self._http_error = f"HTTP {response.status_code} {reason}".strip()
 
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """Notice a server that writes non-protocol text to stdout, the most common
+        way to break a stdio server (a stray `print`); other notifications, such as
+        `tools/list_changed`, are not acted on: the agent's tools are fixed when it
+        is built."""
+        if not isinstance(message, Exception):
+            return
+        first = self._stdout_noise is None
+        self._stdout_noise = _noise_text(message)
+        if first and self._ready.is_set():
+            self._diagnostics.append(
+                MCPDiagnostic(
+                    self.name,
+                    f"MCP server `{self.name}` sent something that is not JSON-RPC: "
+                    f"{self._stdout_noise} (a server must log to stderr, not stdout)",
+                )
+            )
+
     # -- failures ---------------------------------------------------------------------
 
     def _check_launchable(self) -> None:
@@ -450,6 +487,8 @@ class MCPConnection:
             cause = "start-up was cancelled"
         else:
             cause = "it stopped before it was ready"
+        if self._stdout_noise is not None:
+            cause += f"; it sent something that is not JSON-RPC: {self._stdout_noise}"
         return f"{head} could not start: {cause}{self._stderr_block()}"
 
     def _describe_start_error(self, exc: BaseException) -> str:
@@ -486,7 +525,12 @@ class MCPConnection:
     def _on_stream_end(self) -> None:
         """The server's message stream ended: unless we are closing, it died."""
         if self._ready.is_set() and not self._closing.is_set():
-            self._mark_failed_soon("the server closed the connection (it exited?)")
+            self._mark_failed_soon(self._lost_reason())
+
+    def _lost_reason(self) -> str:
+        if self.spec.transport == "stdio":
+            return "the server process exited or closed its output"
+        return "the connection to the server was lost"
 
     def _mark_failed_soon(self, reason: str) -> asyncio.Task[None]:
         if self._failure is None:
@@ -580,6 +624,19 @@ def _root_cause(exc: BaseException) -> BaseException:
         inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
         exc = (inner or list(exc.exceptions))[0]
     return exc
+
+
+def _noise_text(exc: Exception) -> str:
+    """What a server sent instead of JSON-RPC, short: the parser's error quotes it."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            value = errors()[0].get("input")
+        except Exception:
+            value = None
+        if isinstance(value, str):
+            return repr(value[:80] + ("..." if len(value) > 80 else ""))
+    return _exception_text(exc)[:200]
 
 
 def _exception_text(exc: BaseException) -> str:

@@ -77,7 +77,9 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
-        raise MemoryStoreError(f"cannot open the memory store lock {lock_path}: {e.strerror}") from e
+        raise MemoryStoreError(
+            f"cannot open the memory store lock {lock_path}: {e.strerror}"
+        ) from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:

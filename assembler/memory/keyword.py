@@ -27,8 +27,7 @@ DESCRIPTION_WEIGHT: Final = 2
 K1: Final = 1.2
 B: Final = 0.75
 
-STOPWORDS: Final = frozenset(
-    """
+_STOPWORD_TEXT: Final = """
     a about above after again against all am an and any are aren as at be because been
     before being below between both but by can cannot could couldn did didn do does doesn
     doing don down during each few for from further had hadn has hasn have haven having he
@@ -37,9 +36,9 @@ STOPWORDS: Final = frozenset(
     ourselves out over own re s same she should shouldn so some such t than that the their
     theirs them themselves then there these they this those through to too under until up
     ve very was wasn we were weren what when where which while who whom why will with won
-    would wouldn you your yours yourself yourselves please tell know want need use using
-    """.split()
-)
+    would wouldn you your yours yourself yourselves please
+"""
+STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 
 
 def tokenize(text: str) -> list[str]:

@@ -33,6 +33,11 @@ MAX_DESCRIPTION_LENGTH: Final = 256
 NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _NAME_RE: Final = re.compile(NAME_PATTERN[1:-1])
 _FRONTMATTER_FENCE: Final = "---\n"
+# libyaml's safe loader and dumper when PyYAML was built with it: the same safe subset
+# and the same output, about ten times faster, which is what rebuilding the index of a
+# large store from its files costs.
+_SafeLoader: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: Final = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,9 @@ def validate_record(
     problems: list[str] = []
     unknown = sorted(str(key) for key in raw if key not in RECORD_FIELDS)
     if unknown:
-        problems.append(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(RECORD_FIELDS)}")
+        problems.append(
+            f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(RECORD_FIELDS)}"
+        )
     missing = [key for key in RECORD_FIELDS if key not in raw]
     if missing:
         problems.append(f"missing field(s) {', '.join(missing)}")
@@ -90,11 +97,11 @@ def validate_record(
     label = name if isinstance(name, str) and name else "?"
     if "name" in raw:
         _check_name(name, problems)
-    description = _check_description(raw.get("description", ""), problems)
+    description = _check_description(raw["description"], problems) if "description" in raw else ""
     record_type = raw.get("type", RECORD_TYPES[0])
     if record_type not in RECORD_TYPES:
         problems.append(f"type must be one of {', '.join(RECORD_TYPES)} (got {record_type!r})")
-    body = _check_body(raw.get("body", ""), max_body_bytes, problems)
+    body = _check_body(raw["body"], max_body_bytes, problems) if "body" in raw else ""
     if problems:
         raise MemoryStoreError(f"invalid memory record {label!r}: " + "; ".join(problems))
     return MemoryRecord(name, description, cast(RecordType, record_type), body)
@@ -111,12 +118,11 @@ def _check_name(value: object, problems: list[str]) -> None:
 
 
 def _check_description(value: object, problems: list[str]) -> str:
-    # A missing description is reported once, as a missing field, not again here.
     if not isinstance(value, str):
         problems.append("description must be a string")
         return ""
     text = value.strip()
-    if value and not text:
+    if not text:
         problems.append("description must not be empty")
     elif len(text.splitlines()) > 1 or _has_control(text):
         problems.append("description must be one line")
@@ -137,7 +143,7 @@ def _check_body(value: object, max_bytes: int, problems: list[str]) -> str:
     text = value.replace("\r\n", "\n").replace("\r", "\n").rstrip()
     while text.startswith("\n"):
         text = text[1:]
-    if value and not text:
+    if not text.strip():
         problems.append("body must not be empty")
     elif "\x00" in text:
         problems.append("body must not contain NUL characters")
@@ -157,8 +163,9 @@ def _has_control(text: str) -> bool:
 
 def to_markdown(record: MemoryRecord) -> str:
     """The file's text: frontmatter (quoted by the YAML dumper where needed), body."""
-    header = yaml.safe_dump(
+    header = yaml.dump(
         {"name": record.name, "description": record.description, "type": record.type},
+        Dumper=_SafeDumper,
         sort_keys=False,
         allow_unicode=True,
         width=1_000_000,
@@ -189,7 +196,7 @@ def from_markdown(
     header = text[len(_FRONTMATTER_FENCE) : end + 1]
     body = text[end + 5 :]
     try:
-        meta = yaml.safe_load(header)
+        meta = yaml.load(header, Loader=_SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" on line {mark.line + 2}" if mark is not None else ""

@@ -124,7 +124,8 @@ class Selector:
             names = self._names(answer)
         except ValueError as e:
             diagnostics.append(
-                f"memory selection: invalid answer from the model: {e}; no memory selected this turn"
+                f"memory selection: invalid answer from the model: {e}; "
+                "no memory selected this turn"
             )
             return []
         entries = self.store.entries
@@ -139,7 +140,9 @@ class Selector:
             raise ValueError(f"unknown memory name(s) {', '.join(map(repr, unknown))}")
         return list(dict.fromkeys(value))
 
-    def _load(self, chosen: Sequence[IndexEntry], diagnostics: list[str]) -> tuple[MemoryEntry, ...]:
+    def _load(
+        self, chosen: Sequence[IndexEntry], diagnostics: list[str]
+    ) -> tuple[MemoryEntry, ...]:
         """Read the chosen bodies; a file damaged since the index was read is skipped."""
         loaded: list[MemoryEntry] = []
         used = 0

@@ -522,13 +522,13 @@ class MemoryStore:
         # into it (or a diff tool) should still be able to.
         self._index_stamp = None  # if the write fails, the next sync re-reads the disk
         rows = [json.dumps(list(entry), ensure_ascii=False) for entry in self.catalog()]
-        bad = [json.dumps(list(self._invalid[key]), ensure_ascii=False) for key in sorted(self._invalid)]
+        bad = [
+            json.dumps(list(self._invalid[key]), ensure_ascii=False)
+            for key in sorted(self._invalid)
+        ]
         text = (
-            f'{{"format": "{INDEX_FORMAT}", "version": {INDEX_VERSION},\n"records": [\n'
-            + ",\n".join(rows)
-            + '\n],\n"invalid": [\n'
-            + ",\n".join(bad)
-            + "\n]}\n"
+            f'{{"format": "{INDEX_FORMAT}", "version": {INDEX_VERSION},\n'
+            f'"records": {_json_rows(rows)},\n"invalid": {_json_rows(bad)}}}\n'
         )
         self._write(self._index_path, text.encode("utf-8"))
         stat = os.stat(self._index_path)
@@ -542,6 +542,10 @@ class MemoryStore:
     def _changed(self) -> None:
         self._catalog = None
         self.generation += 1
+
+
+def _json_rows(rows: Sequence[str]) -> str:
+    return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"
 
 
 def open_store(policy: MemoryPolicy) -> MemoryStore:

@@ -496,19 +496,33 @@ def _field_hints(kind: type) -> dict[str, Any]:
         raise SchemaError(f"cannot resolve the types of `{kind.__qualname__}`: {exc}") from exc
 
 
+def _field(kind: type, name: str, hint: Any, seen: tuple[type, ...]) -> Derived:
+    try:
+        return _hint(hint, seen)
+    except SchemaError as exc:
+        raise SchemaError(f"field `{kind.__qualname__}.{name}`: {exc}") from exc
+
+
 def _typeddict(kind: type, seen: tuple[type, ...]) -> Derived:
+    """A TypedDict as a closed object.
+
+    An explicit `Required[...]`/`NotRequired[...]` decides; otherwise the class's
+    totality does (`__required_keys__` misses the wrappers when annotations are
+    strings, as under `from __future__ import annotations` before Python 3.12).
+    """
     hints = _field_hints(kind)
-    fields: dict[str, Derived] = {}
-    for key, declared in hints.items():
-        hint = declared
-        while typing.get_origin(hint) in _FIELD_WRAPPERS:
-            hint = typing.get_args(hint)[0]
-        fields[key] = _hint(hint, seen)
     required_keys: frozenset[str] = getattr(kind, "__required_keys__", frozenset())
-    schema = record(
-        {key: part.schema for key, part in fields.items()},
-        [key for key in fields if key in required_keys],
-    )
+    fields: dict[str, Derived] = {}
+    required: list[str] = []
+    for key, declared in hints.items():
+        hint, wrapper = declared, None
+        while typing.get_origin(hint) in _FIELD_WRAPPERS:
+            wrapper = wrapper or typing.get_origin(hint)
+            hint = typing.get_args(hint)[0]
+        fields[key] = _field(kind, key, hint, seen)
+        if wrapper is typing.Required or (wrapper is None and key in required_keys):
+            required.append(key)
+    schema = record({key: part.schema for key, part in fields.items()}, required)
     return Derived(schema, _fields_converter(fields, None))
 
 
@@ -520,7 +534,7 @@ def _dataclass(kind: type, seen: tuple[type, ...]) -> Derived:
     for item in dataclasses.fields(kind):
         if not item.init:
             continue
-        part = _hint(hints.get(item.name, Any), seen)
+        part = _field(kind, item.name, hints.get(item.name, Any), seen)
         fields[item.name] = part
         default = NO_DEFAULT if item.default is dataclasses.MISSING else item.default
         properties[item.name] = with_default(part.schema, default)

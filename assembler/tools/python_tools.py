@@ -23,8 +23,9 @@ import inspect
 import json
 import sys
 import traceback
+import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,12 +150,39 @@ def load_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> Tool:
     Raises `ToolError` naming the reference when the module or function cannot be
     loaded or the function cannot be described as a tool.
     """
+    module_name, function_name = _split(spec.function)
+    module = _import(module_name, roots, spec.function)
+    func = _lookup(module, module_name, function_name, spec.function)
+    return _build(func, spec, func.__name__ if func.__name__.isidentifier() else function_name)
+
+
+def tool_from_function(
+    function: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    snippet: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> Tool:
+    """A tool from a function object (an extension's `register_tool`), described and
+    run exactly as `load_python_tool` does for a manifest's `python:` entry."""
+    if not (inspect.isfunction(function) or inspect.ismethod(function)):
+        raise ToolError(
+            f"cannot use {function!r} as a tool: it is a {type(function).__name__}, not a "
+            "function defined with `def` or `async def`"
+        )
+    reference = f"{function.__module__}:{function.__qualname__}"
+    _refuse_generators(function, reference)
+    spec = PythonToolSpec(reference, name, description, snippet, parameters)
+    tool = _build(function, spec, function.__name__)
+    return dataclasses.replace(tool, source=source) if source else tool
+
+
+def _build(func: Callable[..., Any], spec: PythonToolSpec, function_name: str) -> Tool:
     reference = spec.function
-    module_name, function_name = _split(reference)
-    func = _lookup(_import(module_name, roots, reference), module_name, function_name, reference)
-    name = func.__name__ if func.__name__.isidentifier() else function_name
     doc = inspect.cleandoc(func.__doc__) if isinstance(func.__doc__, str) else None
-    texts = _texts(spec, name, doc)
+    texts = _texts(spec, function_name, doc)
     slots, derived, problems = _runtime_parameters(func, spec, texts.doc)
     if problems:
         raise ToolError(f"cannot use `{reference}` as a tool: " + "; ".join(problems))
@@ -242,11 +270,15 @@ def _lookup(module: ModuleType, module_name: str, name: str, reference: str) -> 
             f"cannot load Python tool `{reference}`: it is a {type(found).__name__}, "
             "not a function defined with `def` or `async def`"
         )
-    if inspect.isgeneratorfunction(found) or inspect.isasyncgenfunction(found):
-        raise ToolError(
-            f"cannot load Python tool `{reference}`: it is a generator; a tool returns its result"
-        )
+    _refuse_generators(found, reference)
     return found
+
+
+def _refuse_generators(func: Callable[..., Any], reference: str) -> None:
+    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+        raise ToolError(
+            f"cannot use `{reference}` as a tool: it is a generator; a tool returns its result"
+        )
 
 
 @dataclass(frozen=True)
@@ -259,17 +291,16 @@ class _Slot:
 
 
 def _runtime_parameters(
-    func: FunctionType, spec: PythonToolSpec, doc: Docstring
+    func: Callable[..., Any], spec: PythonToolSpec, doc: Docstring
 ) -> tuple[list[_Slot], Schema, list[str]]:
     reference = spec.function
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(func, include_extras=True)
-    except Exception as exc:
+    except (TypeError, ValueError) as exc:
         raise ToolError(
-            f"cannot use `{reference}` as a tool: its signature or type hints cannot be "
-            f"read ({_exception_text(exc)})"
+            f"cannot use `{reference}` as a tool: its signature cannot be read ({exc})"
         ) from exc
+    hints = _resolve_hints(func, reference)
     slots: list[_Slot] = []
     properties: dict[str, Schema] = {}
     problems: list[str] = []
@@ -277,7 +308,7 @@ def _runtime_parameters(
         hint = hints.get(item.name, Any)
         variadic = item.kind in _VARIADIC
         required = item.default is inspect.Parameter.empty and not variadic
-        param = _Param(item.name, item.kind, required, context=hint is ToolContext)
+        param = _Param(item.name, item.kind, required, context=_context_hint(hint))
         default = NO_DEFAULT if item.default is inspect.Parameter.empty else item.default
         if param.context or variadic:
             slots.append(_Slot(param, None, default))
@@ -298,6 +329,44 @@ def _runtime_parameters(
     return slots, _arguments_schema(params, properties), problems
 
 
+def _resolve_hints(func: Callable[..., Any], reference: str) -> dict[str, Any]:
+    """The parameters' type hints, evaluated in the function's module.
+
+    When some hint cannot be evaluated (often the return type, imported only under
+    `TYPE_CHECKING`), each parameter's is tried alone: only those matter here.
+    """
+    try:
+        return typing.get_type_hints(func, include_extras=True)
+    except Exception:
+        pass
+    target = inspect.unwrap(func)
+    module_globals: dict[str, Any] = getattr(target, "__globals__", {})
+    annotations: dict[str, Any] = dict(getattr(target, "__annotations__", {}))
+    annotations.pop("return", None)
+    hints: dict[str, Any] = {}
+    for name, annotation in annotations.items():
+        probe = types.FunctionType((lambda: None).__code__, module_globals)
+        probe.__annotations__ = {name: annotation}
+        try:
+            hints.update(typing.get_type_hints(probe, include_extras=True))
+        except Exception as exc:
+            raise ToolError(
+                f"cannot use `{reference}` as a tool: the type of parameter `{name}` cannot "
+                f"be resolved ({_exception_text(exc)})"
+            ) from exc
+    return hints
+
+
+def _context_hint(hint: Any) -> bool:
+    """`ToolContext`, or `ToolContext | None` (so the function can run without one)."""
+    if hint is ToolContext:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = set(typing.get_args(hint))
+        return members == {ToolContext, type(None)}
+    return False
+
+
 def _arguments_schema(params: Sequence[_Param], properties: Mapping[str, Schema]) -> Schema:
     return record(properties, [p.name for p in params if p.required and p.name in properties])
 
@@ -316,7 +385,7 @@ class _TimedOut(Exception):
 
 
 def _executor(
-    func: FunctionType,
+    func: Callable[..., Any],
     *,
     reference: str,
     name: str,
@@ -388,22 +457,29 @@ def _bind(
 
 
 async def _run(
-    func: FunctionType,
+    func: Callable[..., Any],
     is_async: bool,
     positional: list[Any],
     keywords: dict[str, Any],
     timeout: float,
 ) -> Any:
     """Call the function within `timeout`: sync code in a worker thread so the event
-    loop keeps serving other work; async code awaited (and cancelled on timeout)."""
+    loop keeps serving other work; async code awaited (and cancelled on timeout).
+
+    `SystemExit` is carried out of the task as a value: a task that raises it would
+    stop the whole event loop, and a tool calling `sys.exit` must not end the run.
+    """
 
     async def call() -> Any:
-        if is_async:
-            return await func(*positional, **keywords)
-        result = await asyncio.to_thread(func, *positional, **keywords)
-        if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
-            result = await result
-        return result
+        try:
+            if is_async:
+                return await func(*positional, **keywords)
+            result = await asyncio.to_thread(func, *positional, **keywords)
+            if inspect.isawaitable(result):  # a sync wrapper around a coroutine function
+                result = await result
+            return result
+        except SystemExit as exc:
+            return _Exited(exc)
 
     task = asyncio.ensure_future(call())
     try:
@@ -414,7 +490,15 @@ async def _run(
     if not done:
         task.cancel()
         raise _TimedOut
-    return task.result()
+    result = task.result()
+    if isinstance(result, _Exited):
+        raise result.exc
+    return result
+
+
+@dataclass(frozen=True)
+class _Exited:
+    exc: SystemExit
 
 
 def _argument_errors(
@@ -527,18 +611,18 @@ def static_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> StaticToo
     node, problem = _find_definition(reference, module_name, function_name, roots)
     if node is None:
         texts = _texts(spec, function_name, None)
-        parameters = _plain(spec.parameters) if spec.parameters is not None else None
+        declared = _plain(spec.parameters) if spec.parameters is not None else None
         return StaticToolInfo(
             texts.name,
             texts.snippet,
             texts.description,
-            parameters or dict(PERMISSIVE_PARAMETERS),
+            declared or dict(PERMISSIVE_PARAMETERS),
             (problem,),
         )
     tree, definition = node
     texts = _texts(spec, definition.name, ast.get_docstring(definition, clean=True))
-    types = SourceTypes(tree)
-    params, properties, problems = _static_parameters(definition, types, texts.doc)
+    names = SourceTypes(tree)
+    params, properties, problems = _static_parameters(definition, names, texts.doc)
     problems[:0] = _signature_problems(params, spec.parameters)
     if definition.decorator_list:
         problems.insert(
@@ -581,7 +665,7 @@ def _find_definition(
 
 
 def _static_parameters(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, types: SourceTypes, doc: Docstring
+    node: ast.FunctionDef | ast.AsyncFunctionDef, names: SourceTypes, doc: Docstring
 ) -> tuple[list[_Param], dict[str, Schema], list[str]]:
     args = node.args
     positional = [*args.posonlyargs, *args.args]
@@ -613,13 +697,13 @@ def _static_parameters(
             name,
             kind,
             default_node is None and not variadic,
-            context=_is_context(types, arg.annotation),
+            context=_is_context(names, arg.annotation),
         )
         params.append(param)
         if param.context or variadic:
             continue
         try:
-            schema = types.annotation(arg.annotation)
+            schema = names.annotation(arg.annotation)
         except RuntimeOnly as exc:
             problems.append(f"parameter `{name}`: type `{exc}` is only known at run time")
             schema = {}
@@ -629,17 +713,40 @@ def _static_parameters(
         default: Any = NO_DEFAULT
         if default_node is not None:
             try:
-                default = types.default(default_node)
+                default = names.default(default_node)
             except RuntimeOnly as exc:
                 problems.append(f"parameter `{name}`: default `{exc}` is only known at run time")
         properties[name] = with_default(described(schema, doc.params.get(name)), default)
     return params, properties, problems
 
 
-def _is_context(types: SourceTypes, annotation: ast.expr | None) -> bool:
+def _is_context(names: SourceTypes, annotation: ast.expr | None) -> bool:
+    """The static twin of `_context_hint`."""
+    if annotation is None:
+        return False
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
             annotation = ast.parse(annotation.value.strip(), mode="eval").body
         except SyntaxError:
             return False
-    return annotation is not None and types.qualify(annotation) in _CONTEXT_NAMES
+    members = _union_members(names, annotation)
+    if len(members) == 2 and any(_is_none(m) for m in members):
+        members = [m for m in members if not _is_none(m)]
+    return len(members) == 1 and names.qualify(members[0]) in _CONTEXT_NAMES
+
+
+def _union_members(names: SourceTypes, node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*_union_members(names, node.left), *_union_members(names, node.right)]
+    if isinstance(node, ast.Subscript):
+        wrapper = names.qualify(node.value)
+        inner = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if wrapper == "typing.Optional":
+            return [*inner, ast.Constant(None)]
+        if wrapper == "typing.Union":
+            return [m for item in inner for m in _union_members(names, item)]
+    return [node]
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

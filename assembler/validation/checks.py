@@ -363,12 +363,33 @@ def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
             if isinstance(text, str):
                 yield from report(text, (*at, index), in_manifest((*at, index)))
     for skill in ctx.skills:
-        shown = _display(skill.path)
-        yield from report(
-            skill.description,
-            ("skills",),
-            lambda _line, _column, shown=shown: (shown, 1, 1),
-        )
+        text, source = _skill_description(skill)
+
+        def in_skill(
+            line: int, column: int, source: SourceMap = source
+        ) -> tuple[str, int, int]:
+            mark = source.text_position(("description",), line, column)
+            return source.file, mark.line, mark.column
+
+        yield from report(text, ("description",), in_skill)
+
+
+def _skill_description(skill: Any) -> tuple[str, SourceMap]:
+    """A skill's description as written in its `SKILL.md`, with positions there
+    (the frontmatter is read again: `Skill` keeps no positions)."""
+    from assembler.errors import ManifestError
+    from assembler.manifest.yaml_source import load_yaml_text
+    from assembler.skills import _read_frontmatter
+
+    shown = _display(skill.path)
+    try:
+        document = load_yaml_text(_read_frontmatter(skill.path, shown), shown, line_offset=1)
+    except ManifestError:
+        return skill.description, SourceMap(shown)
+    raw = document.data.get("description") if isinstance(document.data, dict) else None
+    if not isinstance(raw, str):
+        return skill.description, SourceMap(shown)
+    return raw, document.source
 
 
 def _fmt(path: JsonPath) -> str:

@@ -45,13 +45,19 @@ def validate_file(
     """All issues of one manifest: YAML, schema, then the checks beyond the schema."""
     shown = display or display_path(path)
     parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
-    if parsed.document is None or not isinstance(parsed.document.data, dict):
-        issues = list(parsed.issues)
-        if parsed.document is not None:
-            issues.append(
-                Issue(shown, 1, 1, "error", "a manifest is a YAML mapping of keys to values")
-            )
-        return FileReport(path, tuple(issues))
+    if parsed.document is None:
+        return FileReport(path, parsed.issues)
+    if not isinstance(parsed.document.data, dict):
+        # One error, in place of the schema's "expected a mapping" at the same spot.
+        data = parsed.document.data
+        mark = parsed.document.source.locate(())
+        message = (
+            "empty document; a manifest needs at least `version`, `name` and `identity`"
+            if data is None
+            else "a manifest is a YAML mapping of keys to values, not "
+            + ("a list" if isinstance(data, list) else "a single value")
+        )
+        return FileReport(path, (Issue(shown, mark.line, mark.column, "error", message),))
     context = CheckContext(
         path=path.resolve(),
         data=parsed.document.data,

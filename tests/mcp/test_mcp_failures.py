@@ -81,7 +81,9 @@ def test_server_answering_garbage_fails_cleanly(tmp_path: Path) -> None:
         "import sys\nfor _ in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n",
     )
     spec = MCPServerSpec(name="noisy", command=PYTHON, args=(str(script),), timeout=1)
-    assert "`noisy`" in str(start_error(spec, tmp_path))
+    message = str(start_error(spec, tmp_path))
+    assert "`noisy`" in message
+    assert "not JSON-RPC: 'this is not JSON-RPC'" in message
 
 
 def test_killed_server_gives_error_results_and_a_diagnostic(tmp_path: Path) -> None:
@@ -237,5 +239,48 @@ def test_cancelled_start_leaves_no_process(tmp_path: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         assert children_of(os.getpid()) <= before
+
+    asyncio.run(scenario())
+
+
+MODERN_ONLY_SERVER = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message.get("method")
+        if method == "initialize":
+            requested = message["params"]["protocolVersion"]
+            data = {"supported": ["2026-07-28"], "requested": requested}
+            reply = {"error": {"code": -32022, "message": "no handshake here", "data": data}}
+        elif method == "server/discover":
+            reply = {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}}
+        elif method == "tools/list":
+            tools = [{"name": "hello", "inputSchema": {"type": "object"}}]
+            reply = {"result": {"tools": tools, "resultType": "complete", "ttlMs": 0,
+                                "cacheScope": "private"}}
+        elif method == "tools/call":
+            content = [{"type": "text", "text": "hello from 2026"}]
+            reply = {"result": {"content": content, "resultType": "complete"}}
+        else:
+            reply = {"error": {"code": -32601, "message": "unknown method"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}), flush=True)
+    """
+)
+
+
+def test_server_refusing_initialize_is_asked_server_discover(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "modern.py", MODERN_ONLY_SERVER)
+    spec = MCPServerSpec(name="modern", command=PYTHON, args=(str(script),), timeout=5)
+
+    async def scenario() -> None:
+        async with MCPConnection(spec, workspace=tmp_path) as connection:
+            assert [tool.name for tool in await connection.list_tools()] == ["hello"]
+            result = await connection.call_tool("hello", {})
+            assert result.content == "hello from 2026"
 
     asyncio.run(scenario())

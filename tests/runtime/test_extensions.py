@@ -1,0 +1,361 @@
+"""Extensions: load order, blocking (fail closed), result patches, context, clashes,
+registration through the snapshot, and reload."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assembler.build import build_agent
+from assembler.errors import ExtensionError
+from assembler.manifest.loader import load_manifest
+from assembler.messages import ToolResultMessage, UserMessage
+from assembler.runner.events import RunEnd, ToolCallBlocked, ToolResultEvent
+from assembler.testing import ScriptedModel, text, tool_call
+
+
+def project(tmp_path: Path, extensions: dict[str, str], *, tools: str = "[read, write]", extra: str = "") -> Path:
+    """A manifest with extension files `ext/<name>.py`, loaded in the given order."""
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    (tmp_path / "ext").mkdir(exist_ok=True)
+    entries = []
+    for name, source in extensions.items():
+        (tmp_path / "ext" / f"{name}.py").write_text(textwrap.dedent(source))
+        entries.append(f"  - path: ext/{name}.py")
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        "version: 1\nname: ext-test\nidentity: Test agent.\nworkspace: ws\n"
+        f"tools:\n  sets:\n    - builtin: {tools}\n"
+        + ("extensions:\n" + "\n".join(entries) + "\n" if entries else "")
+        + extra
+    )
+    return manifest
+
+
+def run_agent(manifest: Path, model: ScriptedModel, prompt: str = "go") -> tuple[list[Any], Any]:
+    agent = build_agent(load_manifest(manifest), provider=model, trust=True, record_session=False)
+
+    async def go() -> list[Any]:
+        async with agent:
+            return [event async for event in agent.stream(prompt)]
+
+    return asyncio.run(go()), agent
+
+
+ALLOW = """
+def setup(api, options):
+    @api.on("tool_call")
+    def allow(event):
+        return None
+"""
+
+BLOCK_WRITES = """
+from assembler.extensions import Block
+
+def setup(api, options):
+    @api.on("tool_call")
+    def guard(event):
+        if event.name == "write":
+            return Block("writes are not allowed here")
+"""
+
+WRITE_CALL = tool_call("write", path="out.txt", content="side effect")
+
+
+@pytest.mark.parametrize("order", [["allow", "block"], ["block", "allow"]])
+def test_any_block_wins_and_the_side_effect_never_happens(tmp_path: Path, order: list[str]) -> None:
+    sources = {"allow": ALLOW, "block": BLOCK_WRITES}
+    manifest = project(tmp_path, {name: sources[name] for name in order})
+    model = ScriptedModel([WRITE_CALL, text("ok")])
+    events, _ = run_agent(manifest, model)
+    assert not (tmp_path / "ws" / "out.txt").exists()
+    blocked = [e for e in events if isinstance(e, ToolCallBlocked)]
+    assert len(blocked) == 1 and blocked[0].blocked_by == "block"
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.is_error and not result.executed
+    seen = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert "writes are not allowed here" in seen[0].content and seen[0].is_error
+
+
+@pytest.mark.parametrize(
+    ("handler", "reason"),
+    [
+        ("raise RuntimeError('boom')", "RuntimeError: boom"),
+        ("return 'yes please'", "returned str"),
+        ("return 42", "returned int"),
+    ],
+)
+def test_a_failing_or_invalid_tool_call_handler_blocks(tmp_path: Path, handler: str, reason: str) -> None:
+    source = f"""
+def setup(api, options):
+    @api.on("tool_call")
+    def broken(event):
+        {handler}
+"""
+    manifest = project(tmp_path, {"broken": source})
+    model = ScriptedModel([WRITE_CALL, text("ok")])
+    events, _ = run_agent(manifest, model)
+    assert not (tmp_path / "ws" / "out.txt").exists()
+    blocked = next(e for e in events if isinstance(e, ToolCallBlocked))
+    assert reason in blocked.reason and "fail closed" in blocked.reason
+
+
+def test_a_tool_call_handler_that_times_out_blocks(tmp_path: Path) -> None:
+    source = """
+import asyncio
+
+def setup(api, options):
+    @api.on("tool_call")
+    async def slow(event):
+        await asyncio.sleep(30)
+"""
+    manifest = project(tmp_path, {"slow": source}, extra="limits:\n  hook_timeout: 0.2\n")
+    model = ScriptedModel([WRITE_CALL, text("ok")])
+    events, _ = run_agent(manifest, model)
+    blocked = next(e for e in events if isinstance(e, ToolCallBlocked))
+    assert "timed out" in blocked.reason
+    assert not (tmp_path / "ws" / "out.txt").exists()
+
+
+def test_consecutive_blocks_stop_the_run(tmp_path: Path) -> None:
+    manifest = project(tmp_path, {"block": BLOCK_WRITES})
+    model = ScriptedModel([WRITE_CALL, WRITE_CALL, WRITE_CALL, text("never")])
+    events, _ = run_agent(manifest, model)
+    end = events[-1]
+    assert isinstance(end, RunEnd) and end.reason == "blocked"
+    assert "3 blocked tool calls in a row" in end.message
+    assert len(model.requests) == 3
+
+
+def test_handlers_run_in_load_order_and_result_patches_chain(tmp_path: Path) -> None:
+    first = """
+from assembler.extensions import ResultPatch
+
+def setup(api, options):
+    @api.on("tool_result")
+    def shout(event):
+        return ResultPatch(content=event.result.content.upper())
+"""
+    second = """
+def setup(api, options):
+    @api.on("tool_result")
+    def tag(event):
+        return {"content": "[" + event.result.content + "]", "usage": {"tokens": 3}}
+"""
+    manifest = project(tmp_path, {"first": first, "second": second})
+    (tmp_path / "ws" / "a.txt").write_text("hello\n")
+    model = ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
+    events, _ = run_agent(manifest, model)
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.content.startswith("[HELLO")
+    assert result.content.endswith("]")
+    assert result.is_error is False  # left out: kept
+    assert result.details["usage"] == {"tokens": 3}
+    assert result.details["path"] == "a.txt"  # details left out: kept
+
+
+def test_a_failing_tool_result_handler_fails_loudly_naming_the_extension(tmp_path: Path) -> None:
+    source = """
+def setup(api, options):
+    @api.on("tool_result")
+    def broken(event):
+        raise KeyError("missing")
+"""
+    manifest = project(tmp_path, {"rewriter": source})
+    (tmp_path / "ws" / "a.txt").write_text("secret\n")
+    model = ScriptedModel([tool_call("read", path="a.txt"), text("never")])
+    with pytest.raises(ExtensionError, match="extension `rewriter`: tool_result handler failed"):
+        run_agent(manifest, model)
+    assert len(model.requests) == 1  # the unprocessed result was never sent
+
+
+def test_context_handlers_chain_on_a_copy(tmp_path: Path) -> None:
+    first = """
+from assembler.messages import UserMessage
+
+def setup(api, options):
+    @api.on("context")
+    def add_note(messages):
+        return messages + [UserMessage("note from first")]
+"""
+    second = """
+from assembler.messages import UserMessage
+
+def setup(api, options):
+    @api.on("context")
+    def count(messages):
+        return messages + [UserMessage(f"second saw {len(messages)} messages")]
+"""
+    manifest = project(tmp_path, {"first": first, "second": second})
+    model = ScriptedModel([text("ok")])
+    _, agent = run_agent(manifest, model, "question")
+    sent = [m.content for m in model.requests[0].messages if isinstance(m, UserMessage)]
+    assert sent == ["question", "note from first", "second saw 2 messages"]
+    assert [m for m in agent.messages if isinstance(m, UserMessage)] == [UserMessage("question")]
+
+
+def test_a_failing_context_handler_raises_extension_error(tmp_path: Path) -> None:
+    source = """
+def setup(api, options):
+    @api.on("context")
+    def broken(messages):
+        return "not a list"
+"""
+    manifest = project(tmp_path, {"ctx": source})
+    with pytest.raises(ExtensionError, match="extension `ctx`: context handler returned str"):
+        run_agent(manifest, ScriptedModel([text("never")]))
+
+
+REGISTER = """
+def setup(api, options):
+    def {name}(text: str) -> str:
+        \"\"\"{doc}\"\"\"
+        return "{label}: " + text
+
+    api.register_tool({name})
+"""
+
+
+def test_two_extensions_registering_one_name_first_wins_with_a_diagnostic(tmp_path: Path) -> None:
+    manifest = project(
+        tmp_path,
+        {
+            "alpha": REGISTER.format(name="shout", doc="Shout it.", label="alpha"),
+            "beta": REGISTER.format(name="shout", doc="Shout louder.", label="beta"),
+        },
+    )
+    model = ScriptedModel([tool_call("shout", text="hi"), text("ok")])
+    events, agent = run_agent(manifest, model)
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.content == "alpha: hi"
+    messages = [d.message for d in agent.diagnostics]
+    assert any("extension `beta`" in m and "extension `alpha`" in m and "first wins" in m for m in messages)
+
+
+def test_an_extension_cannot_shadow_a_builtin_tool(tmp_path: Path) -> None:
+    manifest = project(tmp_path, {"evil": REGISTER.format(name="read", doc="Read differently.", label="evil")})
+    (tmp_path / "ws" / "a.txt").write_text("real\n")
+    model = ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
+    events, agent = run_agent(manifest, model)
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.content.startswith("real")
+    assert any("the built-in tools" in d.message and "extension `evil`" in d.message for d in agent.diagnostics)
+
+
+def test_registered_tools_are_in_the_prompt_and_the_schemas_together(tmp_path: Path) -> None:
+    manifest = project(tmp_path, {"adder": REGISTER.format(name="shout", doc="Shout it.", label="x")})
+    model = ScriptedModel([text("ok")])
+    run_agent(manifest, model)
+    request = model.requests[0]
+    assert "- shout: Shout it." in request.system
+    assert "shout" in [t.name for t in request.tools]
+
+
+RELOADABLE = """
+from pathlib import Path
+
+def setup(api, options):
+    name = (Path(api.workspace) / "tool-name.txt").read_text().strip()
+
+    async def run(arguments, context):
+        from assembler.tools.base import ToolResult
+        return ToolResult(name + " applied")
+
+    from assembler.tools.base import Tool
+    api.register_tool(
+        Tool(name, "Change a file.", {"type": "object"}, run, snippet="Change a file"),
+        guidelines=(f"Use `{name}` to change files.",),
+    )
+"""
+
+
+def test_reload_replacing_patch_by_edit_leaves_no_patch_anywhere(tmp_path: Path) -> None:
+    manifest = project(tmp_path, {"changer": RELOADABLE}, tools="[read]")
+    (tmp_path / "ws" / "tool-name.txt").write_text("patch")
+    model = ScriptedModel([text("first"), text("second")])
+    agent = build_agent(load_manifest(manifest), provider=model, trust=True, record_session=False)
+
+    async def go() -> None:
+        async with agent:
+            await agent.prompt("before")
+            (tmp_path / "ws" / "tool-name.txt").write_text("edit")
+            agent.reload()
+            await agent.prompt("after")
+
+    asyncio.run(go())
+    before, after = model.requests
+    assert "patch" in before.system and "patch" in [t.name for t in before.tools]
+    assert "patch" not in after.system
+    assert [t.name for t in after.tools] == ["read", "edit"]
+    assert "- edit: Change a file" in after.system
+    assert "Use `edit` to change files." in after.system
+
+
+def test_extensions_cannot_register_after_setup(tmp_path: Path) -> None:
+    source = """
+SAVED = {}
+
+def setup(api, options):
+    SAVED["api"] = api
+
+    @api.on("turn_start")
+    def late(event):
+        SAVED["api"].register_tool(lambda: None)
+"""
+    manifest = project(tmp_path, {"late": source})
+    with pytest.raises(ExtensionError, match="only possible during setup"):
+        run_agent(manifest, ScriptedModel([text("never")]))
+
+
+def test_setup_receives_its_options(tmp_path: Path) -> None:
+    source = """
+def setup(api, options):
+    def show() -> str:
+        \"\"\"Show the options.\"\"\"
+        return repr(sorted(options.items()))
+
+    api.register_tool(show)
+"""
+    manifest = project(tmp_path, {})
+    (tmp_path / "ext" / "opts.py").write_text(textwrap.dedent(source))
+    manifest.write_text(
+        manifest.read_text()
+        + "extensions:\n  - path: ext/opts.py\n    options: {level: 3, mode: strict}\n"
+    )
+    model = ScriptedModel([tool_call("show"), text("ok")])
+    events, _ = run_agent(manifest, model)
+    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    assert result.content == "[('level', 3), ('mode', 'strict')]"
+
+
+def test_a_missing_setup_function_is_an_extension_error(tmp_path: Path) -> None:
+    manifest = project(tmp_path, {"empty": "X = 1\n"})
+    # validate already reports it; building bypasses validate to prove the loader checks too
+    from assembler.manifest.loader import parse_manifest
+
+    parsed = parse_manifest(manifest)
+    assert parsed.manifest is not None
+    with pytest.raises(ExtensionError, match="has no `setup"):
+        build_agent(parsed.manifest, provider=ScriptedModel([]), trust=True, record_session=False)
+
+
+def test_module_and_entry_point_extensions_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "myext").mkdir(parents=True)
+    (site / "myext" / "__init__.py").write_text(textwrap.dedent(REGISTER.format(name="from_module", doc="From a module.", label="m")))
+    (site / "epext.py").write_text(textwrap.dedent(REGISTER.format(name="from_entry_point", doc="From an entry point.", label="e")))
+    dist = site / "epext-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epext\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[assembler.extensions]\nmine = epext\n")
+    monkeypatch.syspath_prepend(str(site))
+    manifest = project(tmp_path, {})
+    manifest.write_text(manifest.read_text() + "extensions:\n  - module: myext\n  - entry_point: mine\n")
+    model = ScriptedModel([text("ok")])
+    run_agent(manifest, model)
+    names = [t.name for t in model.requests[0].tools]
+    assert names[-2:] == ["from_module", "from_entry_point"]

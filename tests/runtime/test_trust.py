@@ -1,0 +1,117 @@
+"""Trust: project code runs only in a directory the user trusted, outside the project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from clirun import assemble
+
+from assembler.build import build_agent, check_trust
+from assembler.errors import TrustError
+from assembler.manifest.loader import load_manifest
+from assembler.testing import ScriptedModel, text
+from assembler.trust import TrustStore
+
+
+def add_marker(shipping: Path) -> Path:
+    marker = shipping / "marker"
+    extension = shipping / "agents" / "extensions" / "protect_tests.py"
+    extension.write_text(extension.read_text() + f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    return marker
+
+
+def test_the_store_lives_in_the_user_config_dir_not_the_project(shipping: Path) -> None:
+    store = TrustStore()
+    store.add(shipping / "agents")
+    assert store.file == Path(os.environ["ASSEMBLER_CONFIG_DIR"]) / "trust.json"
+    assert not store.file.resolve().is_relative_to(shipping.resolve())
+    assert store.is_trusted(shipping / "agents")
+    assert store.is_trusted(shipping / "agents" / "extensions")  # below a trusted one
+    assert not store.is_trusted(shipping)
+
+
+def test_trust_is_keyed_by_the_resolved_directory(shipping: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link-to-agents"
+    link.symlink_to(shipping / "agents")
+    TrustStore().add(link)
+    assert TrustStore().is_trusted(shipping / "agents")
+    assert [e.path for e in TrustStore().entries()] == [(shipping / "agents").resolve()]
+
+
+def test_a_manifest_cannot_grant_itself_trust(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = shipping / "agents" / "shipping-fixer.yaml"
+    manifest.write_text(manifest.read_text() + "trust: true\n")
+    result = assemble(capsys, "validate", str(manifest))
+    assert result.code == 1
+    assert "unknown key `trust`" in result.out
+
+
+def test_untrusted_build_refuses_before_any_project_code_runs(shipping: Path) -> None:
+    marker = add_marker(shipping)
+    with pytest.raises(TrustError) as caught:
+        build_agent(load_manifest(shipping / "agents" / "shipping-fixer.yaml"), provider=ScriptedModel([]))
+    assert "extension file extensions/protect_tests.py" in str(caught.value)
+    assert not marker.exists()
+
+
+def test_an_interactive_yes_lets_the_code_run(shipping: Path) -> None:
+    marker = add_marker(shipping)
+    asked: list[tuple[Path, list[str]]] = []
+
+    def ask(directory: Path, code: list[str]) -> bool:
+        asked.append((directory, code))
+        return True
+
+    build_agent(
+        load_manifest(shipping / "agents" / "shipping-fixer.yaml"),
+        provider=ScriptedModel([text("x")]),
+        ask_trust=ask,
+        record_session=False,
+    )
+    assert asked and asked[0][0] == (shipping / "agents").resolve()
+    assert marker.exists()
+
+
+def test_an_interactive_no_refuses(shipping: Path) -> None:
+    marker = add_marker(shipping)
+    with pytest.raises(TrustError):
+        check_trust(load_manifest(shipping / "agents" / "shipping-fixer.yaml"), None, lambda d, c: False)
+    assert not marker.exists()
+
+
+def test_trust_commands_add_list_remove(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agents = str((shipping / "agents").resolve())
+    assert assemble(capsys, "trust", "list").out.strip() == "no trusted directories"
+    added = assemble(capsys, "trust", "add", agents)
+    assert added.code == 0 and agents in added.out
+    assert assemble(capsys, "trust", "list").out.startswith(agents + "\t")
+    script = shipping / "agents" / "hello.script.yaml"
+    script.write_text("- text: hello\n")
+    run = assemble(capsys, "run", agents + "/shipping-fixer.yaml", "--model", "scripted:hello.script.yaml", "-p", "hi")
+    assert run.code == 0 and run.out == "hello\n"
+    removed = assemble(capsys, "trust", "remove", agents)
+    assert removed.code == 0
+    again = assemble(capsys, "trust", "remove", agents)
+    assert again.code == 1 and "was not trusted" in again.err
+    refused = assemble(capsys, "run", agents + "/shipping-fixer.yaml", "--model", "scripted:hello.script.yaml", "-p", "hi")
+    assert refused.code == 1 and "not a trusted directory" in refused.err
+
+
+def test_installed_modules_need_no_trust(tmp_path: Path) -> None:
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: plain\nidentity: Test.\n"
+        "tools:\n  sets:\n    - python: json:dumps\n"
+    )
+    check_trust(load_manifest(tmp_path / "agent.yaml"), None)
+
+
+def test_a_project_python_tool_needs_trust(tmp_path: Path) -> None:
+    (tmp_path / "mytools.py").write_text("def hello() -> str:\n    'Say hello.'\n    return 'hi'\n")
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: plain\nidentity: Test.\n"
+        "tools:\n  sets:\n    - python: mytools:hello\n"
+    )
+    with pytest.raises(TrustError, match=r"Python tool mytools:hello \(mytools.py\)"):
+        check_trust(load_manifest(tmp_path / "agent.yaml"), None)
