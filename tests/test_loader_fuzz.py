@@ -14,9 +14,11 @@ The example counts are small so the whole file runs in a few seconds; set
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -129,15 +131,48 @@ def test_yaml_token_soup(tmp_path: Path, text: str) -> None:
     _check_file(tmp_path / "soup.yaml", text.encode("utf-8", "surrogatepass"))
 
 
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(SCALARS + KEYS),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.sampled_from(KEYS), children, max_size=5),
+    max_leaves=25,
+)
+manifest_shaped = st.fixed_dictionaries(
+    {},
+    optional={
+        "version": st.sampled_from([1, 2, "1", None]),
+        "name": st.sampled_from(["demo", "bad name", "", 3]),
+        "identity": st.sampled_from(["Use `patch`.", "call `x`", " ", None]),
+        **{key: json_values for key in KEYS[3:20]},
+    },
+)
+
+
+@FUZZ
+@given(manifest_shaped)
+def test_manifest_shaped_documents(tmp_path: Path, data: dict[str, object]) -> None:
+    """Well-formed YAML with manifest keys and values of every type reaches the schema
+    messages and the checks beyond the schema, which read the raw document."""
+    text = yaml.safe_dump(data, allow_unicode=True)
+    _load_text(text)
+    _check_file(tmp_path / "shaped.yaml", text.encode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of `agents/` and `examples/`, so mutated manifests resolve their relative
+    paths (skills, workspace, extension files) as the originals do."""
+    root = tmp_path_factory.mktemp("fuzz-project")
+    for name in ("agents", "examples", "schemas"):
+        shutil.copytree(
+            REPO / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return root
+
+
 @pytest.mark.skipif(not EXAMPLES, reason="no example manifests")
 @FUZZ
-@given(_mutations())
-def test_mutated_examples(text: str) -> None:
-    # Written beside the real example, so relative paths (skills, workspace,
-    # extension files) resolve as they do for the original; removed afterwards.
-    path = REPO / "agents" / f".fuzz-{os.getpid()}.yaml"
-    try:
-        _load_text(text)
-        _check_file(path, text.encode("utf-8", "surrogatepass"))
-    finally:
-        path.unlink(missing_ok=True)
+@given(text=_mutations())
+def test_mutated_examples(project: Path, text: str) -> None:
+    _load_text(text)
+    _check_file(project / "agents" / "mutated.yaml", text.encode("utf-8", "surrogatepass"))

@@ -7,17 +7,16 @@ so a prompt change can be reviewed in a pull request like code (`--write` a snap
 
 from __future__ import annotations
 
-import asyncio
-import difflib
-import hashlib
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from assembler.cli.common import ask_trust, load, loader_flags, resource_options
+
+if TYPE_CHECKING:
+    from assembler.assembly.preview import Preview
 
 WORKSPACE_PLACEHOLDER = "{workspace}"
 
@@ -57,6 +56,8 @@ def render(
     if dry_run:
         preview = preview_dry_run(loaded, flags, user_input=user_input)
     else:
+        import asyncio  # only the live preview runs an event loop; a dry run stays lean
+
         preview = asyncio.run(
             preview_live(loaded, flags, trust=True if trust else None, ask_trust=ask_trust, user_input=user_input)
         )
@@ -78,7 +79,7 @@ def render(
         sys.exit(1)
 
 
-def _text(preview: Any, prompt_only: bool) -> str:
+def _text(preview: Preview, prompt_only: bool) -> str:
     prompt = preview.rendered.text
     if prompt_only:
         return prompt + "\n"
@@ -106,7 +107,10 @@ def _signature(schema: Any) -> str:
     return ", ".join(parts)
 
 
-def _json(preview: Any, workspace: str) -> str:
+def _json(preview: Preview, workspace: str) -> str:
+    import hashlib
+    import json
+
     rendered = preview.rendered
     sources = _section_sources(preview, workspace)
     payload = {
@@ -140,7 +144,7 @@ def _json(preview: Any, workspace: str) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
-def _section_sources(preview: Any, workspace: str) -> dict[str, list[str]]:
+def _section_sources(preview: Preview, workspace: str) -> dict[str, list[str]]:
     snapshot = preview.snapshot
     return {
         "identity": ["manifest: identity", "manifest: context"],
@@ -170,6 +174,8 @@ def _check(snapshot_file: Path, output: str) -> None:
     if expected == output:
         click.echo(f"{snapshot_file}: prompt unchanged", err=True)
         return
+    import difflib
+
     diff = difflib.unified_diff(
         expected.splitlines(keepends=True),
         output.splitlines(keepends=True),

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping
 
 _PATTERN = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
-# Where `x-interpolate` appears in schemas/agent.schema.json; a test keeps the two equal.
+# Where `x-interpolate` appears in schemas/agent.schema.json, as `<$defs name>.<property>`;
+# a test keeps the two equal.
 INTERPOLATED_FIELDS = (
-    "model.base_url",
+    "modelObject.base_url",
     "mcpServer.args",
     "mcpServer.env",
     "mcpServer.url",

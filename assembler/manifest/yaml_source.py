@@ -410,6 +410,8 @@ class _Builder:
                 event, f"custom tag {_short_tag(event.tag)} is not allowed in a manifest"
             )
         text = event.value
+        if "\0" in text:  # only reachable through a `"\0"` escape; no path or text needs it
+            raise self.fail(event, "a NUL character (`\\0`) is not allowed in a manifest")
         if path is not None and event.style:
             self.text_start(event, path)
         if tag in (_STR, _TIMESTAMP, _VALUE, _MERGE, "!"):

@@ -58,15 +58,6 @@ def atomic_write(path: Path, data: bytes, *, sync_directory: bool = True) -> Non
         fsync_directory(path.parent)
 
 
-def remove_temp_files(directory: Path) -> None:
-    """Delete temporary files left by a writer that died; call with the lock held."""
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name.startswith(TEMP_PREFIX):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-
-
 @contextlib.contextmanager
 def exclusive_lock(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive `flock` on `lock_path` (created if missing) for the block.

@@ -15,6 +15,7 @@ ranking.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
@@ -66,7 +67,7 @@ def decode_terms(encoded: str) -> dict[str, int]:
     result: dict[str, int] = {}
     if encoded:
         for pair in encoded.split(" "):
-            term, _, count = pair.rpartition(":")
+            term, _, count = pair.partition(":")
             result[term] = int(count)
     return result
 
@@ -116,13 +117,14 @@ class KeywordIndex:
     def _add(self, name: str, stamp: tuple[int, int, int], encoded: str) -> None:
         counts = decode_terms(encoded)
         postings = self._postings
+        length = 0
         for term, count in counts.items():
             posting = postings.get(term)
             if posting is None:
                 postings[term] = {name: count}
             else:
                 posting[name] = count
-        length = sum(counts.values())
+            length += count
         self._docs[name] = (stamp, counts, length)
         self._total_length += length
         self._norms = None
@@ -149,11 +151,16 @@ class KeywordIndex:
             }
         return self._norms
 
-    def search(self, query: str) -> list[tuple[str, float]]:
-        """Records matching at least one query word, best first, ties by name."""
+    def search(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
+        """Records matching at least one query word, best first, ties by name; the
+        first `limit` of them when given."""
+        return top(self.scores(query), limit)
+
+    def scores(self, query: str) -> dict[str, float]:
+        """The BM25 score of every record that matches at least one query word."""
         terms = sorted(set(tokenize(query)))
         if not terms or not self._docs:
-            return []
+            return {}
         norms = self._document_norms()
         total = len(self._docs)
         scores: dict[str, float] = {}
@@ -166,7 +173,23 @@ class KeywordIndex:
             weight = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)) * (K1 + 1)
             for name, count in posting.items():
                 scores[name] = get(name, 0.0) + weight * count / (count + norms[name])
-        return sorted(scores.items(), key=_rank_key)
+        return scores
+
+
+def top(scores: Mapping[str, float], limit: int | None = None) -> list[tuple[str, float]]:
+    """`scores` ranked best first, ties by name, cut to `limit`.
+
+    With a limit, only records scoring at least the limit-th best score are sorted: a
+    question made of common words can match most of the store, and sorting thousands
+    of records to keep five would be most of a turn's cost.
+    """
+    if limit is not None and len(scores) > limit:
+        threshold = heapq.nlargest(limit, scores.values())[-1]
+        ranked = [item for item in scores.items() if item[1] >= threshold]
+    else:
+        ranked = list(scores.items())
+    ranked.sort(key=_rank_key)
+    return ranked if limit is None else ranked[:limit]
 
 
 def _rank_key(item: tuple[str, float]) -> tuple[float, str]:

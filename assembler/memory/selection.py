@@ -19,14 +19,14 @@ ever being exceeded. Bodies are read from disk only for the records chosen.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory._model import ask_model, describe_error, parse_json_answer, preview
-from assembler.memory.keyword import KeywordIndex
+from assembler.memory.keyword import KeywordIndex, top
 from assembler.memory.store import IndexEntry, MemoryStore
 from assembler.prompt.renderer import MemoryEntry
 from assembler.providers.base import ModelProvider
@@ -89,7 +89,7 @@ class Selector:
         if strategy == "none" or not self.store.entries:
             return Selection()
         if strategy == "all":
-            candidates: Sequence[IndexEntry] = self.store.catalog()
+            candidates: Iterable[IndexEntry] = self.store.catalog()
         elif strategy == "keyword":
             candidates = self.rank(user_message)
         else:
@@ -97,11 +97,22 @@ class Selector:
         chosen = fit_budget(candidates, self.policy.max_records, self.policy.max_chars)
         return Selection(self._load(chosen, diagnostics), tuple(diagnostics))
 
-    def rank(self, user_message: str) -> list[IndexEntry]:
-        """Every record matching a word of the message, best first (keyword strategy)."""
+    def rank(self, user_message: str) -> Iterator[IndexEntry]:
+        """Every record matching a word of the message, best first (keyword strategy).
+
+        Lazy: the budget is usually full after the first few, so only a short head is
+        sorted; the rest is sorted only if the budget asks for more.
+        """
         entries = self.store.entries
-        self.keyword_index.sync(entries, self.store.generation)
-        return [entries[name] for name, _score in self.keyword_index.search(user_message)]
+        index = self.keyword_index
+        index.sync(entries, self.store.generation)
+        scores = index.scores(user_message)
+        head = max(8 * self.policy.max_records, 64)
+        for name, _score in top(scores, head):
+            yield entries[name]
+        if len(scores) > head:
+            for name, _score in top(scores)[head:]:
+                yield entries[name]
 
     async def _ask(self, user_message: str, diagnostics: list[str]) -> list[IndexEntry]:
         if self.provider is None:

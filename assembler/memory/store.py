@@ -44,7 +44,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from assembler.errors import MemoryStoreError
-from assembler.memory._files import atomic_write, exclusive_lock, fsync_directory, remove_temp_files
+from assembler.memory._files import TEMP_PREFIX, atomic_write, exclusive_lock, fsync_directory
 from assembler.memory.keyword import record_terms
 from assembler.memory.records import (
     DEFAULT_MAX_BODY_BYTES,
@@ -378,13 +378,10 @@ class MemoryStore:
             yield
 
     def _sync_locked(self) -> None:
-        """With the lock held: replay a journal, drop temp files, reconcile index and files."""
+        """With the lock held: replay a journal, reconcile index and files, and delete
+        temp files (one directory scan does all three)."""
         self._notes = []
         self._replay_journal()
-        try:
-            remove_temp_files(self.path)
-        except OSError as e:
-            raise MemoryStoreError(f"cannot read the memory store {self.path}: {e.strerror}") from e
         gitignore = self.path / GITIGNORE_FILE
         if not gitignore.exists():
             self._write(gitignore, _GITIGNORE.encode())
@@ -393,20 +390,32 @@ class MemoryStore:
         entries: dict[str, IndexEntry] = {}
         invalid: dict[str, _Invalid] = {}
         changed = loaded is None
-        with os.scandir(self.path) as scan:
+        try:
+            scan = os.scandir(self.path)
+        except OSError as e:
+            raise MemoryStoreError(f"cannot read the memory store {self.path}: {e.strerror}") from e
+        with scan:
             for item in scan:
                 if not item.name.endswith(".md") or item.name.startswith("."):
+                    if item.name.startswith(TEMP_PREFIX):  # left by a writer that died
+                        with contextlib.suppress(OSError):
+                            os.unlink(item.path)
                     continue
                 try:
                     stat = item.stat()
                 except FileNotFoundError:
                     continue
-                stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
                 stem = item.name[:-3]
                 known = stored.get(stem)
-                if known is not None and known.stamp == stamp:
+                if (
+                    known is not None
+                    and known.mtime_ns == stat.st_mtime_ns
+                    and known.inode == stat.st_ino
+                    and known.size == stat.st_size
+                ):
                     entries[stem] = known
                     continue
+                stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
                 bad = stored_invalid.get(item.name)
                 if bad is not None and bad.stamp == stamp:
                     invalid[item.name] = bad

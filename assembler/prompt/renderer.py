@@ -82,18 +82,19 @@ class RenderedPrompt:
 
 class DynamicPromptRenderer:
     """Renders the system prompt; one instance per built agent (so caches never leak
-    between sessions). Template overrides are checked and compiled once, here."""
+    between sessions). Template overrides are checked and compiled once, here; a
+    shipped default is compiled when its section is first rendered (a prompt without
+    skills or memory never pays for those templates)."""
 
     def __init__(self, overrides: Mapping[str, TemplateOverride] | None = None) -> None:
-        self._templates: dict[str, tuple[Template, str]] = {}
+        self._templates: dict[str, tuple[Template | None, str]] = {}
         for section in SECTION_NAMES:
             override = (overrides or {}).get(section)
             if override is not None:
                 template = check_override(section, override.text, override.origin)
                 self._templates[section] = (template, override.origin)
             else:
-                text = default_template_text(section)
-                self._templates[section] = (compile_template(text), f"default {section} template")
+                self._templates[section] = (None, f"default {section} template")
         self._cache: OrderedDict[tuple[Any, ...], RenderedPrompt] = OrderedDict()
         self.cache_hits = 0
         self.cache_misses = 0
@@ -177,6 +178,9 @@ class DynamicPromptRenderer:
 
     def _section(self, name: str, variables: Mapping[str, Any]) -> Section:
         template, origin = self._templates[name]
+        if template is None:
+            template = compile_template(default_template_text(name))
+            self._templates[name] = (template, origin)
         body = render_template(template, variables, origin).rstrip()
         if not body.strip():
             raise TemplateError(f"{origin}: the {name} section rendered empty")

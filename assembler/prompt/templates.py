@@ -36,10 +36,12 @@ SECTION_VARIABLES: Mapping[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class TemplateProblem:
-    """A problem in a template's text; `line` is 1-based within the template."""
+    """A problem in a template's text; `line` is 1-based within the template.
+    `security` marks a reach for Python internals (as opposed to a mere mistake)."""
 
     line: int
     message: str
+    security: bool = False
 
 
 @cache
@@ -113,6 +115,7 @@ def template_problems(section: str, text: str) -> list[TemplateProblem]:
             TemplateProblem(
                 line,
                 f"template reaches for `{attribute}`; the sandbox refuses Python internals",
+                security=True,
             )
         )
     return problems
@@ -142,7 +145,9 @@ def check_override(section: str, text: str, origin: str) -> Template:
     """Compile an override for use, refusing the problems `template_problems` finds."""
     problems = template_problems(section, text)
     if problems:
-        first = problems[0]
-        error = TemplateSecurityError if "sandbox" in first.message else TemplateError
+        # A reach for internals is reported as such even when a plain mistake comes first.
+        security = [problem for problem in problems if problem.security]
+        first = (security or problems)[0]
+        error = TemplateSecurityError if first.security else TemplateError
         raise error(f"{origin}:{first.line}: {first.message}")
     return compile_template(text)

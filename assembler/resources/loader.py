@@ -14,11 +14,13 @@ snapshot rather than exceptions: an agent with one broken skill still runs, and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from assembler.errors import Issue
 from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
@@ -50,7 +52,9 @@ class LoaderFlags:
 class ResourceSnapshot:
     context_files: tuple[ContextFile, ...] = ()
     skills: tuple[Skill, ...] = ()
-    templates: Mapping[str, TemplateOverride] = field(default_factory=dict)
+    templates: Mapping[str, TemplateOverride] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     extensions: tuple[ExtensionSpec, ...] = ()
     diagnostics: tuple[Issue, ...] = ()
 
@@ -77,16 +81,40 @@ class ResourceLoader:
         flags = self.flags
         context_files = () if flags.no_context_files else self._context_files(diagnostics)
         skills = self._skills(diagnostics)
-        templates = {} if flags.no_prompt_templates else dict(self.manifest.prompt)
+        templates = {} if flags.no_prompt_templates else self._templates(diagnostics)
         extensions = () if flags.no_extensions else self.manifest.extensions
         self.snapshot = ResourceSnapshot(
             context_files=context_files,
             skills=skills,
-            templates=templates,
+            templates=MappingProxyType(templates),
             extensions=extensions,
             diagnostics=tuple(diagnostics),
         )
         return self.snapshot
+
+    def _templates(self, diagnostics: list[Issue]) -> dict[str, TemplateOverride]:
+        """The manifest's overrides; a `file:` override is read again, so a reload sees
+        the template as it is now, like the context files and skills beside it."""
+        templates: dict[str, TemplateOverride] = {}
+        for section, override in self.manifest.prompt.items():
+            if override.file is not None:
+                try:
+                    text = override.file.read_text("utf-8")
+                except (OSError, UnicodeDecodeError) as e:
+                    diagnostics.append(
+                        Issue(
+                            str(override.file),
+                            0,
+                            0,
+                            "warning",
+                            f"template file cannot be read ({e}); using the text read at load",
+                        )
+                    )
+                else:
+                    templates[section] = dataclasses.replace(override, text=text)
+                    continue
+            templates[section] = override
+        return templates
 
     def _skills(self, diagnostics: list[Issue]) -> tuple[Skill, ...]:
         directories: Sequence[Path] = () if self.flags.no_skills else self.manifest.skills

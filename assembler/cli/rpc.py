@@ -1,0 +1,45 @@
+"""`assemble rpc`: drive an agent over JSON lines on stdin/stdout (see assembler.rpc)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assembler.cli.common import load, loader_flags, resource_options
+
+
+@click.command()
+@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--model", help="Use this model instead of the manifest's: provider:name.")
+@click.option("--session-dir", type=click.Path(path_type=Path, file_okay=False), help="Where session files go.")
+@click.option("--no-session", is_flag=True, help="Do not record a session file.")
+@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
+@resource_options
+def rpc(
+    manifest: Path,
+    model: str | None,
+    session_dir: Path | None,
+    no_session: bool,
+    trust: bool,
+    **resources: Any,
+) -> None:
+    """Serve MANIFEST's agent over JSON lines: one request per stdin line,
+    `{"id": 1, "method": "prompt", "params": {"text": "..."}}`; events and results on
+    stdout. Methods: prompt, cancel, system_prompt, tools, messages, reload, shutdown.
+    """
+    from assembler.build import build_agent
+    from assembler.rpc import serve
+
+    flags = loader_flags(resources)
+    agent = build_agent(
+        load(manifest, flags),
+        model=model,
+        flags=flags,
+        session_dir=session_dir,
+        record_session=not no_session,
+        trust=True if trust else None,
+    )
+    asyncio.run(serve(agent))
