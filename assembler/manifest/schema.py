@@ -61,10 +61,17 @@ def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
     if keyword in {"if", "then", "else", "allOf"}:
         return
     if keyword in {"anyOf", "oneOf"} and keyword not in custom and error.context:
-        yield from _describe(_best(error), source)
+        for sub in _best(error):
+            yield from _describe(sub, source)
         return
     if keyword == "additionalProperties":
         yield from _unknown_keys(error, path, source)
+        return
+    if "propertyNames" in error.absolute_schema_path:  # about a key: point at the key
+        message = custom.get(keyword, _plain(error))
+        yield source.issue(
+            (*path, str(error.instance)), message.replace("{value}", _show(error.instance)), key=True
+        )
         return
     if keyword in custom:
         yield source.issue(path, custom[keyword].replace("{value}", _show(error.instance)))
@@ -85,22 +92,35 @@ def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
             path, f"must be {json.dumps(error.validator_value)}, got {_show(error.instance)}"
         )
         return
-    yield source.issue(path, _plain(error.message))
+    yield source.issue(path, _plain(error))
 
 
-def _best(error: Any) -> Any:
-    """Pick the most relevant sub-error of an anyOf/oneOf.
+def _best(error: Any) -> list[Any]:
+    """The errors of the most relevant branch of an anyOf/oneOf.
 
-    A `type` error at the root of a branch only says the branch is for another kind
-    of value, so it ranks last; among the rest the deepest wins (so `builtin: [read,
-    red]` reports `red`, not "not one of" for the whole list).
+    An error at the root of a branch that only says the branch is for another kind
+    of value (`type`, an `enum` of strings for a list, a nested anyOf of such) ranks
+    last; among the rest the deepest wins (so `builtin: [read, red]` reports `red`,
+    not "not one of" for the whole list). Every error of the winning branch is kept:
+    two bad items of one list are two issues.
     """
 
-    def rank(sub: Any) -> tuple[int, int]:
-        branch_mismatch = sub.validator == "type" and not sub.relative_path
-        return (0 if branch_mismatch else 1, len(sub.relative_path))
+    def mismatch(sub: Any) -> bool:
+        if sub.relative_path:
+            return False
+        if sub.validator == "type":
+            return True
+        if sub.validator == "enum":
+            return not any(type(v) is type(sub.instance) for v in sub.validator_value)
+        return sub.validator in {"anyOf", "oneOf"} and all(map(mismatch, sub.context))
 
-    return max(error.context, key=rank)
+    def rank(subs: list[Any]) -> tuple[int, int]:
+        return max((0 if mismatch(s) else 1, len(s.relative_path)) for s in subs)
+
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    return max(branches.values(), key=rank)
 
 
 def _unknown_keys(error: Any, path: JsonPath, source: SourceMap) -> Iterator[Issue]:
@@ -175,6 +195,24 @@ def _show(value: Any) -> str:
         return repr(value)
 
 
-def _plain(message: str) -> str:
-    """jsonschema's own wording, kept for the rare keywords without a custom one."""
-    return message.replace("is too short", "must not be empty") if "[]" in message else message
+def _plain(error: Any) -> str:
+    """Bounds and lengths in words; jsonschema's own wording for the rare rest."""
+    keyword, limit, value = error.validator, error.validator_value, error.instance
+    if keyword in {"minLength", "minItems"} and limit == 1:
+        return "must not be empty"
+    bounds = {
+        "minimum": "at least",
+        "maximum": "at most",
+        "exclusiveMinimum": "greater than",
+        "exclusiveMaximum": "less than",
+        "minLength": "at least {} characters long",
+        "maxLength": "at most {} characters long",
+        "minItems": "a list of at least {} items",
+        "maxItems": "a list of at most {} items",
+    }
+    if keyword in bounds:
+        wording = bounds[keyword]
+        wording = wording.format(limit) if "{}" in wording else f"{wording} {_show(limit)}"
+        shown = f"{len(value)}" if keyword.endswith(("Length", "Items")) else _show(value)
+        return f"must be {wording}, got {shown}"
+    return str(error.message)

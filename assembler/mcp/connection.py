@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -135,13 +134,17 @@ def server_environment(
 
 
 def display_url(url: str) -> str:
-    """`url` without user:password, for messages."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
+    """`url` without user:password, query and fragment, which may hold credentials."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<invalid URL>"
     host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class MCPConnection:
@@ -193,10 +196,12 @@ class MCPConnection:
         return tuple(self._diagnostics)
 
     def describe(self) -> str:
-        """`command `...`` or the URL: what the user wrote to declare the server."""
+        """The command or the URL, for messages. Arguments, query strings and
+        user:password are left out: `${VAR}` interpolation often puts tokens there,
+        and these messages end up in terminals and CI logs."""
         spec = self.spec
         if spec.transport == "stdio":
-            return f"command `{shlex.join([spec.command or '', *spec.args])}`"
+            return f"command `{spec.command}`"
         return display_url(spec.url or "")
 
     def stderr_tail(self, max_lines: int = 20) -> str:
@@ -437,8 +442,9 @@ class MCPConnection:
 
     async def _on_http_response(self, response: httpx2.Response) -> None:
         """Remember an HTTP error: the SDK turns a 401 without a JSON-RPC body into a
-        generic "Server returned an error response", losing the status we must show."""
-        if response.status_code >= 400:
+        generic "Server returned an error response", losing the status we must show.
+        Only POSTs count: the optional GET event stream may be refused (405) by design."""
+        if response.status_code >= 400 and response.request.method == "POST":
             reason = response.reason_phrase or ""
             self._http_error = f"HTTP {response.status_code} {reason}".strip()
 
@@ -560,7 +566,7 @@ class MCPConnection:
             f"MCP server `{self.name}` is not running: {reason}. "
             f"The tool `{tool}` cannot be used now.",
             is_error=True,
-            details={"server": self.name, "tool": tool, "stderr": self.stderr_tail()},
+            details={"server": self.name, "tool": tool, "failure": self._failure},
         )
 
     def _require_session(self) -> ClientSession:

@@ -47,8 +47,8 @@ def render_result(
         "truncated": cut.truncated,
         "content_types": [block.type for block in result.content],
     }
-    if structured is not None:
-        details["structured_content"] = structured
+    if structured is not None:  # shown above only when there was no text; not copied
+        details["structured"] = True  # into details, which go to the audit trace
     return ToolResult(body, is_error=bool(result.is_error), details=details)
 
 

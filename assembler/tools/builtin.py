@@ -15,6 +15,7 @@ from assembler.errors import ToolError
 from assembler.tools.base import Tool
 from assembler.tools.bash import BASH_TOOL
 from assembler.tools.file_tools import EDIT_TOOL, READ_TOOL, WRITE_TOOL
+from assembler.tools.names import BUILTIN_SETS
 from assembler.tools.search_tools import FIND_TOOL, GREP_TOOL, LS_TOOL
 
 BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(
@@ -23,15 +24,6 @@ BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(
         for tool in (READ_TOOL, WRITE_TOOL, EDIT_TOOL, BASH_TOOL, GREP_TOOL, FIND_TOOL, LS_TOOL)
     }
 )
-
-BUILTIN_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "coding": ("read", "bash", "edit", "write"),
-        "readonly": ("read", "grep", "find", "ls"),
-        "all": ("read", "bash", "edit", "write", "grep", "find", "ls"),
-    }
-)
-
 
 class UnknownToolError(ToolError, KeyError):
     """A manifest names a built-in tool or set that does not exist."""
@@ -56,3 +48,6 @@ def resolve_builtin(names: Iterable[str]) -> tuple[Tool, ...]:
         for member in members:
             tools.setdefault(member, BUILTIN_TOOLS[member])
     return tuple(tools.values())
+
+
+__all__ = ["BUILTIN_SETS", "BUILTIN_TOOLS", "UnknownToolError", "resolve_builtin"]

@@ -139,7 +139,7 @@ def check_skills(ctx: CheckContext) -> Iterator[Issue]:
 
     directories: list[Path] = []
     for index, raw in enumerate(_items(ctx.data.get("skills"))):
-        if not isinstance(raw, str):
+        if not isinstance(raw, str) or not raw:  # "" would scan the manifest's directory
             continue
         where = ctx.resolve(raw)
         if not where.is_dir():
@@ -284,7 +284,7 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
 def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
     """The tool names a manifest makes active, and whether more may come at run time
     (MCP servers and extensions add tools only known once they run)."""
-    from assembler.tools.builtin import BUILTIN_SETS
+    from assembler.tools.names import BUILTIN_SETS
 
     tools = _mapping(data.get("tools"))
     sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]

@@ -66,8 +66,11 @@ def validate_file(
         explicit_skills=explicit_skills,
     )
     issues = list(parsed.issues)
+    # A value the schema rejected is not checked again (`module: a-b` is not a module
+    # name; "module `a-b` not found" would only repeat that).
+    rejected = {i.path for i in parsed.issues if i.severity == "error" and i.path}
     for check in ALL_CHECKS:
-        issues.extend(check(context))
+        issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
     )

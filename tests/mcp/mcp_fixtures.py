@@ -127,13 +127,16 @@ def make_git_repository(directory: Path) -> Path:
     """A repository with one commit (`first commit`) and one untracked file."""
     directory.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
-    run = lambda *args: subprocess.run(  # noqa: E731
-        ["git", *args], cwd=directory, env=env, check=True, capture_output=True
-    )
+
+    def run(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=directory, env=env, check=True, capture_output=True)
+
     run("init", "-q")
     (directory / "README.md").write_text("hello\n", encoding="utf-8")
     run("add", "README.md")
-    run("-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-qm", "first commit")
+    run(
+        "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-qm", "first commit"
+    )
     (directory / "notes.txt").write_text("untracked\n", encoding="utf-8")
     return directory
 

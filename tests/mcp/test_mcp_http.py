@@ -10,6 +10,7 @@ from mcp_fixtures import http_server, serve_http
 from assembler.errors import MCPError
 from assembler.manifest.model import MCPServerSpec, MCPToolSet
 from assembler.mcp import MCPConnection, connect_tool_sets
+from assembler.mcp.connection import display_url
 from assembler.tools.base import ToolContext
 
 
@@ -77,3 +78,12 @@ def test_unreachable_http_server(tmp_path: Path) -> None:
     message = asyncio.run(scenario())
     assert "`gone`" in message
     assert "cannot reach" in message
+
+
+def test_messages_leave_out_credentials_in_urls_and_arguments(tmp_path: Path) -> None:
+    assert display_url("https://user:pw@example.com:8443/mcp?token=abc#x") == (
+        "https://example.com:8443/mcp"
+    )
+    assert display_url("http://[::1]:9000/mcp") == "http://[::1]:9000/mcp"
+    stdio = MCPServerSpec(name="s", command="server", args=("--token", "abc123"))
+    assert MCPConnection(stdio, workspace=tmp_path).describe() == "command `server`"

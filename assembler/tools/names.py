@@ -1,0 +1,21 @@
+"""Names of the built-in tools and sets, without the tools themselves.
+
+`assemble validate` needs the names (to expand `coding` into read, bash, edit, write)
+but not the implementations; keeping the names here keeps validation's start-up free
+of everything the tools import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+BUILTIN_TOOL_NAMES = ("read", "write", "edit", "bash", "grep", "find", "ls")
+
+BUILTIN_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "coding": ("read", "bash", "edit", "write"),
+        "readonly": ("read", "grep", "find", "ls"),
+        "all": ("read", "bash", "edit", "write", "grep", "find", "ls"),
+    }
+)

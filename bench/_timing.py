@@ -1,0 +1,56 @@
+"""Small timing helpers shared by the benchmarks (medians, not means: one slow run on
+a busy machine should not move the figure)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def median_seconds(function: Callable[[], object], *, repeat: int = 200, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        function()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def process_medians(commands: dict[str, Sequence[str]], *, runs: int = 15, cwd: Path = REPO) -> dict[str, float]:
+    """Median wall time of each command, run interleaved so load affects all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(2):  # warm the OS caches
+        for command in commands.values():
+            subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+    for _ in range(runs):
+        for name, command in commands.items():
+            start = time.perf_counter()
+            done = subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+            samples[name].append(time.perf_counter() - start)
+            if done.returncode not in (0, 1):
+                raise SystemExit(f"{name} failed: {done.stderr.decode()[-500:]}")
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def baseline_imports() -> list[str]:
+    return [sys.executable, "-c", "import yaml, jsonschema, jinja2, click"]
+
+
+def assemble(*args: str) -> list[str]:
+    return [str(BIN / "assemble"), *args]
+
+
+def report(title: str, rows: Sequence[tuple[str, str]]) -> None:
+    print(f"\n## {title}")
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name.ljust(width)}  {value}")

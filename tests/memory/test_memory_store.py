@@ -1,0 +1,336 @@
+"""The store on disk: files, the derived index, corruption, locking, the journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from assembler.errors import MemoryStoreError
+from assembler.manifest.model import MemoryPolicy
+from assembler.memory import MemoryRecord, MemoryStore, make_record
+from assembler.memory.store import INDEX_FILE, JOURNAL_FILE
+
+Snapshot = Callable[[Path], dict[str, bytes]]
+RecordFactory = Callable[..., MemoryRecord]
+
+
+def index_rows(store_dir: Path) -> dict[str, list[object]]:
+    data = json.loads((store_dir / INDEX_FILE).read_text("utf-8"))
+    return {row[0]: row for row in data["records"]}
+
+
+def assert_index_consistent(store_dir: Path) -> None:
+    """The index on disk lists exactly the record files, with their current stat."""
+    rows = index_rows(store_dir)
+    files = {p.stem: p for p in store_dir.glob("*.md")}
+    assert set(rows) == set(files)
+    for name, path in files.items():
+        stat = path.stat()
+        assert rows[name][4:7] == [stat.st_ino, stat.st_mtime_ns, stat.st_size], name
+
+
+def test_open_creates_the_directory_and_a_gitignore(policy: MemoryPolicy) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    assert store.path.is_dir()
+    assert len(store) == 0
+    ignored = (store.path / ".gitignore").read_text().splitlines()
+    assert {"index.json", ".lock", ".journal.json*", ".tmp-*"} <= set(ignored)
+
+
+def test_round_trip_through_the_files(policy: MemoryPolicy, rec: RecordFactory) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    first = rec("deploy-staging", "Run make deploy.\nNeeds VPN.", type="project")
+    second = rec("user-likes-pnpm", "Use pnpm.", type="user")
+    assert store.upsert(first) is True
+    assert store.upsert(second) is True
+
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("deploy-staging", "user-likes-pnpm")
+    assert reopened.get("deploy-staging") == first
+    assert reopened.get("user-likes-pnpm") == second
+    assert reopened.get("missing") is None
+    assert reopened.diagnostics == ()
+    entry = reopened.entries["deploy-staging"]
+    assert (entry.description, entry.type, entry.chars) == (
+        first.description,
+        "project",
+        len(first.body),
+    )
+
+
+def test_the_record_file_on_disk_is_exactly_this(policy: MemoryPolicy) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert(
+        make_record("prefers-pnpm", "The user prefers pnpm over npm", "user", "Always use pnpm.")
+    )
+    assert (policy.store / "prefers-pnpm.md").read_text("utf-8") == (
+        "---\n"
+        "name: prefers-pnpm\n"
+        "description: The user prefers pnpm over npm\n"
+        "type: user\n"
+        "---\n"
+        "Always use pnpm.\n"
+    )
+    assert sorted(p.name for p in policy.store.iterdir()) == [
+        ".gitignore",
+        ".lock",
+        "index.json",
+        "prefers-pnpm.md",
+    ]
+
+
+def test_upsert_replaces_add_refuses_remove_deletes(store: MemoryStore, rec: RecordFactory) -> None:
+    store.upsert(rec("a", "one"))
+    assert store.upsert(rec("a", "two")) is False
+    assert store.get("a") == rec("a", "two")
+    with pytest.raises(MemoryStoreError, match="already exists"):
+        store.add(rec("a", "three"))
+    store.add(rec("b"))
+    assert store.remove("a") is True
+    assert store.remove("a") is False
+    assert store.names() == ("b",)
+    assert not (store.path / "a.md").exists()
+    assert_index_consistent(store.path)
+
+
+def test_a_store_refuses_bodies_over_its_own_limit(
+    make_policy: Callable[..., MemoryPolicy],
+) -> None:
+    policy = make_policy(record_max_bytes=300)
+    store = MemoryStore.open(policy.store, policy)
+    with pytest.raises(MemoryStoreError, match="over the limit of 300 bytes"):
+        store.upsert(make_record("big", "d", "user", "x" * 301))
+    assert len(store) == 0
+
+
+def test_missing_index_is_rebuilt(
+    policy: MemoryPolicy, rec: RecordFactory, snapshot: Snapshot
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert_many([rec("a"), rec("b"), rec("c")])
+    before = snapshot(policy.store)
+    (policy.store / INDEX_FILE).unlink()
+
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("a", "b", "c")
+    assert snapshot(policy.store) == before  # the same index, rebuilt from the files
+
+
+def test_unreadable_or_foreign_index_is_rebuilt(policy: MemoryPolicy, rec: RecordFactory) -> None:
+    MemoryStore.open(policy.store, policy).upsert(rec("a"))
+    (policy.store / INDEX_FILE).write_text("{ not json")
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("a",)
+    assert any("unreadable; rebuilt" in d for d in reopened.diagnostics)
+    assert_index_consistent(policy.store)
+
+    (policy.store / INDEX_FILE).write_text('{"format": "assembler-memory-index", "version": 999}')
+    assert MemoryStore.open(policy.store, policy).names() == ("a",)
+    assert_index_consistent(policy.store)
+
+
+def test_stale_index_is_brought_up_to_date(policy: MemoryPolicy, rec: RecordFactory) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert_many([rec("edited"), rec("deleted"), rec("kept")])
+    # Edited, added and deleted by hand, without the store knowing.
+    edited = policy.store / "edited.md"
+    edited.write_text(edited.read_text().replace("about edited", "changed by hand"))
+    (policy.store / "added.md").write_text(
+        "---\nname: added\ndescription: added by hand\ntype: user\n---\nhello\n"
+    )
+    (policy.store / "deleted.md").unlink()
+
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("added", "edited", "kept")
+    assert reopened.entries["edited"].description == "changed by hand"
+    assert reopened.entries["added"].description == "added by hand"
+    assert_index_consistent(policy.store)
+
+
+def test_refresh_sees_what_another_process_wrote(policy: MemoryPolicy, rec: RecordFactory) -> None:
+    mine = MemoryStore.open(policy.store, policy)
+    theirs = MemoryStore.open(policy.store, policy)
+    generation = mine.generation
+    assert mine.refresh() is False
+    theirs.upsert(rec("new"))
+    assert mine.refresh() is True
+    assert mine.names() == ("new",)
+    assert mine.generation > generation
+    assert mine.refresh() is False
+
+
+def test_a_writer_never_loses_what_another_store_object_wrote(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    first = MemoryStore.open(policy.store, policy)
+    second = MemoryStore.open(policy.store, policy)
+    first.upsert(rec("from-first"))
+    second.upsert(rec("from-second"))  # second's view is stale; the lock makes it reload
+    assert MemoryStore.open(policy.store, policy).names() == ("from-first", "from-second")
+    assert_index_consistent(policy.store)
+
+
+def test_corrupt_record_is_reported_and_skipped_and_nothing_is_deleted(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert_many([rec("good-one"), rec("broken"), rec("good-two")])
+    broken = policy.store / "broken.md"
+    broken.write_text("---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+    (policy.store / "not-utf8.md").write_bytes(b"---\n\xff\xfe\n---\n")
+    (policy.store / "README.md").write_text("# notes\n")
+
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("good-one", "good-two")
+    assert reopened.get("good-one") == rec("good-one")
+    diagnostics = reopened.diagnostics
+    assert len(diagnostics) == 3
+    assert any(str(broken) in d and "invalid frontmatter" in d and "skipped" in d for d in diagnostics)
+    assert any("not-utf8.md: not UTF-8 text" in d for d in diagnostics)
+    assert any("README.md: not a memory record" in d for d in diagnostics)
+    assert broken.exists()
+    assert (policy.store / "README.md").exists()
+
+    # The problems are remembered in the index: reported again on every open, without
+    # rewriting the index each time.
+    index_stat = (policy.store / INDEX_FILE).stat()
+    again = MemoryStore.open(policy.store, policy)
+    assert again.diagnostics == diagnostics
+    assert (policy.store / INDEX_FILE).stat().st_ino == index_stat.st_ino
+
+    # Fixing the file by hand brings the record back.
+    broken.write_text("---\nname: broken\ndescription: fixed\ntype: user\n---\nbody\n")
+    fixed = MemoryStore.open(policy.store, policy)
+    assert "broken" in fixed
+    assert len(fixed.diagnostics) == 2
+
+
+def test_get_reports_a_file_damaged_after_open(store: MemoryStore, rec: RecordFactory) -> None:
+    store.upsert(rec("a"))
+    (store.path / "a.md").write_text("garbage")
+    with pytest.raises(MemoryStoreError, match=r"a\.md: does not start with"):
+        store.get("a")
+    (store.path / "a.md").unlink()
+    with pytest.raises(MemoryStoreError, match="cannot read"):
+        store.get("a")
+
+
+def test_temp_files_of_a_dead_writer_are_removed(policy: MemoryPolicy, rec: RecordFactory) -> None:
+    MemoryStore.open(policy.store, policy).upsert(rec("a"))
+    leftover = policy.store / ".tmp-b.md.deadbeef"
+    leftover.write_text("half a record")
+    assert MemoryStore.open(policy.store, policy).names() == ("a",)
+    assert not leftover.exists()
+
+
+def test_apply_is_checked_before_anything_is_written(
+    store: MemoryStore, rec: RecordFactory, snapshot: Snapshot
+) -> None:
+    store.upsert_many([rec("a"), rec("b")])
+    before = snapshot(store.path)
+    with pytest.raises(MemoryStoreError, match="no memory record named zzz"):
+        store.apply([rec("c")], ["zzz"])
+    with pytest.raises(MemoryStoreError, match="both written and deleted: a"):
+        store.apply([rec("a")], ["a"])
+    with pytest.raises(MemoryStoreError, match="written twice"):
+        store.apply([rec("c"), rec("c")])
+    with pytest.raises(MemoryStoreError, match="changed by someone else meanwhile: a"):
+        store.apply([rec("c")], ["b"], expect={"a": (0, 0, 0)})
+    assert snapshot(store.path) == before
+
+
+def test_apply_writes_and_deletes_together(store: MemoryStore, rec: RecordFactory) -> None:
+    store.upsert_many([rec("a"), rec("b"), rec("c")])
+    store.apply([rec("a", "merged"), rec("d")], ["b", "c"])
+    assert store.names() == ("a", "d")
+    assert not (store.path / JOURNAL_FILE).exists()
+    assert MemoryStore.open(store.path).names() == ("a", "d")
+    assert_index_consistent(store.path)
+
+
+def test_a_journal_left_by_a_crash_is_completed_on_open(
+    store: MemoryStore, rec: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.upsert_many([rec("a"), rec("b"), rec("c")])
+    real_write = store._write
+    calls = 0
+
+    def crash_on_second_record(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:  # 1: journal (the commit point), 2: first record, 3: second record
+            raise MemoryStoreError("simulated crash")
+        real_write(path, data, sync_directory=sync_directory)
+
+    monkeypatch.setattr(store, "_write", crash_on_second_record)
+    with pytest.raises(MemoryStoreError, match="simulated crash"):
+        store.apply([rec("a", "new a"), rec("d", "new d")], ["b"])
+    assert (store.path / JOURNAL_FILE).exists()
+
+    reopened = MemoryStore.open(store.path)
+    assert reopened.names() == ("a", "c", "d")
+    assert reopened.get("a") == rec("a", "new a")
+    assert reopened.get("d") == rec("d", "new d")
+    assert not (store.path / JOURNAL_FILE).exists()
+    assert any("completed a change interrupted earlier" in d for d in reopened.diagnostics)
+    assert_index_consistent(store.path)
+
+
+def test_a_damaged_journal_is_set_aside_and_records_left_alone(
+    store: MemoryStore, rec: RecordFactory
+) -> None:
+    store.upsert_many([rec("a"), rec("b")])
+    (store.path / JOURNAL_FILE).write_text("{ half")
+    reopened = MemoryStore.open(store.path)
+    assert reopened.names() == ("a", "b")
+    assert (store.path / (JOURNAL_FILE + ".damaged")).exists()
+    assert any("unreadable change journal" in d for d in reopened.diagnostics)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from assembler.memory import MemoryRecord, MemoryStore, make_record
+
+    path, prefix, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    store = MemoryStore.open(path)
+    deadline = time.monotonic() + 30
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    for i in range(count):
+        store.upsert(make_record(f"{prefix}-{i}", f"record {i} of {prefix}", "project", f"body {i}"))
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_processes_adding_200_records_each_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory"
+    MemoryStore.open(path)
+    go = tmp_path / "go"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), prefix, "200", str(go)])
+        for prefix in ("left", "right")
+    ]
+    time.sleep(0.3)  # both have started and are waiting
+    go.touch()
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0
+
+    assert_index_consistent(path)  # before any reopen could repair it
+    expected = {f"{prefix}-{i}" for prefix in ("left", "right") for i in range(200)}
+    assert set(index_rows(path)) == expected
+    store = MemoryStore.open(path)
+    assert set(store.names()) == expected
+    assert store.diagnostics == ()
+    assert store.get("left-199") == make_record("left-199", "record 199 of left", "project", "body 199")
+    assert not [p for p in os.listdir(path) if p.startswith(".tmp-")]
