@@ -9,8 +9,10 @@
   patches chain in load order. This changes what the model sees, never whether the
   side effect happened. A failing handler raises `ExtensionError` naming the
   extension: an unprocessed result is never sent silently.
-- `context`: a copy of the messages before each request; each handler's output is
-  the next one's input. Failure raises `ExtensionError`.
+- `context`: a copy of the messages before each request (one copy for the chain, so
+  the conversation itself never changes); each handler's output (a returned list, or
+  the list it changed in place) is the next one's input. Failure raises
+  `ExtensionError`.
 """
 
 from __future__ import annotations
@@ -110,10 +112,13 @@ class ExtensionHooks:
         await self._notify("turn_end", TurnEvent(turn, message))
 
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
-        current = list(messages)
-        for subscription in self.subscriptions.get("context", ()):
+        subscriptions = self.subscriptions.get("context")
+        if not subscriptions:
+            return messages
+        current = list(messages)  # one copy protects the history; handlers chain on it
+        for subscription in subscriptions:
             try:
-                result = await self._call(subscription, list(current))
+                result = await self._call(subscription, current)
             except TimeoutError as e:
                 raise ExtensionError(
                     f"extension `{subscription.extension}`: context handler timed out"

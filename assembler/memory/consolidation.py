@@ -26,7 +26,7 @@ from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory._model import ask_model, describe_error, parse_json_answer, preview
 from assembler.memory.records import MemoryRecord, validate_record
-from assembler.memory.store import MemoryStore, Stamp
+from assembler.memory.store import InterruptedChangeError, MemoryStore, Stamp
 from assembler.providers.base import ModelProvider
 
 CONSOLIDATION_SYSTEM: Final = (
@@ -110,6 +110,8 @@ async def consolidate(
         expect.setdefault(record.name, None)
     try:
         store.apply(writes, deletes, expect=expect)
+    except InterruptedChangeError as e:
+        return ConsolidationResult(False, diagnostics=(f"memory consolidation: {e}",))
     except MemoryStoreError as e:
         return _rejected(str(e))
     return ConsolidationResult(True, tuple(r.name for r in writes), tuple(deletes))

@@ -75,6 +75,11 @@ _GITIGNORE: Final = (
 Stamp = tuple[int, int, int]
 
 
+class InterruptedChangeError(MemoryStoreError):
+    """A multi-record change failed after its commit point: it is not lost, and the
+    next writer or open completes it from the journal."""
+
+
 class IndexEntry(NamedTuple):
     """What the index knows of a record without reading its file.
 
@@ -322,7 +327,14 @@ class MemoryStore:
         if journaled:
             journal = {"format": JOURNAL_FORMAT, "write": texts, "delete": list(deletes)}
             self._write(self._journal_path, json.dumps(journal, ensure_ascii=False).encode())
-        stamps = self._write_records(texts, deletes)
+        try:
+            stamps = self._write_records(texts, deletes)
+        except MemoryStoreError as e:
+            if not journaled:
+                raise
+            raise InterruptedChangeError(
+                f"{e}; the change is committed and will be completed when the store is next opened"
+            ) from e
         for name, record in records.items():
             self._entries[name] = _entry(record, stamps[name])
         for name in deletes:

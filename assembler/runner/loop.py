@@ -166,7 +166,7 @@ class AgentRunner:
 
     async def _request(self) -> AsyncIterator[TextDelta | ResponseDone]:
         system = self.current_system_prompt()
-        messages = await self.hooks.transform_context(tuple(self.messages))
+        messages = await self.hooks.transform_context(self.messages)
         request = ModelRequest(
             model=self.model_name,
             system=system,

@@ -17,7 +17,21 @@ def test_valid_names(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["", "A", "Deploy", "a_b", "-a", "a.b", "../x", "a/b", "a b", "a" * 65, "a\n", "é", "index.json"],
+    [
+        "",
+        "A",
+        "Deploy",
+        "a_b",
+        "-a",
+        "a.b",
+        "../x",
+        "a/b",
+        "a b",
+        "a" * 65,
+        "a\n",
+        "é",
+        "index.json",
+    ],
 )
 def test_invalid_names_are_refused_with_the_rule(name: str) -> None:
     assert not is_valid_name(name)
@@ -142,7 +156,10 @@ def test_round_trip_through_the_file(description: str) -> None:
         ("---\nname: x\ndescription: d\ntype: user\nbody: b\n---\nbody\n", "must not hold `body`"),
         ("---\nname: x\ndescription: d\ntype: user\n---\n", "body must not be empty"),
         ("---\nname: y\ndescription: d\ntype: user\n---\nbody\n", "names 'y' but the file is x.md"),
-        ("---\nname: x\ndescription: d\ntype: user\ncolor: red\n---\nb\n", "unknown field(s) color"),
+        (
+            "---\nname: x\ndescription: d\ntype: user\ncolor: red\n---\nb\n",
+            "unknown field(s) color",
+        ),
     ],
 )
 def test_broken_files_are_explained(text: str, message: str) -> None:

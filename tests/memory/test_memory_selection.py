@@ -37,14 +37,28 @@ def filled(make_policy: PolicyFactory, rec: RecordFactory) -> Callable[..., Sele
         store = MemoryStore.open(policy.store, policy)
         store.upsert_many(
             [
-                rec("deploy-staging", "Run make deploy ENV=staging; the VPN must be up.",
-                    description="How to deploy to the staging server"),
-                rec("database-migrations", "Migrations live in db/migrate; run them with alembic.",
-                    description="Where database migrations are and how to run them"),
-                rec("user-prefers-pnpm", "Always use pnpm, never npm or yarn.",
-                    description="The user prefers pnpm", type="user"),
-                rec("code-review-style", "Keep review comments short; suggest, do not order.",
-                    description="How the user wants code reviewed", type="feedback"),
+                rec(
+                    "deploy-staging",
+                    "Run make deploy ENV=staging; the VPN must be up.",
+                    description="How to deploy to the staging server",
+                ),
+                rec(
+                    "database-migrations",
+                    "Migrations live in db/migrate; run them with alembic.",
+                    description="Where database migrations are and how to run them",
+                ),
+                rec(
+                    "user-prefers-pnpm",
+                    "Always use pnpm, never npm or yarn.",
+                    description="The user prefers pnpm",
+                    type="user",
+                ),
+                rec(
+                    "code-review-style",
+                    "Keep review comments short; suggest, do not order.",
+                    description="How the user wants code reviewed",
+                    type="feedback",
+                ),
             ]
         )
         return Selector(store, policy, provider)  # type: ignore[arg-type]
@@ -56,7 +70,9 @@ def filled(make_policy: PolicyFactory, rec: RecordFactory) -> Callable[..., Sele
 
 
 def test_fit_budget_counts_records_and_characters(store: MemoryStore, rec: RecordFactory) -> None:
-    store.upsert_many([rec("a", "x" * 10), rec("b", "x" * 50), rec("c", "x" * 10), rec("d", "x" * 5)])
+    store.upsert_many(
+        [rec("a", "x" * 10), rec("b", "x" * 50), rec("c", "x" * 10), rec("d", "x" * 5)]
+    )
     entries = store.catalog()
     pick = lambda records, chars: [e.name for e in fit_budget(entries, records, chars)]  # noqa: E731
     assert pick(10, 1000) == ["a", "b", "c", "d"]

@@ -193,7 +193,9 @@ def test_corrupt_record_is_reported_and_skipped_and_nothing_is_deleted(
     assert reopened.get("good-one") == rec("good-one")
     diagnostics = reopened.diagnostics
     assert len(diagnostics) == 3
-    assert any(str(broken) in d and "invalid frontmatter" in d and "skipped" in d for d in diagnostics)
+    assert any(
+        str(broken) in d and "invalid frontmatter" in d and "skipped" in d for d in diagnostics
+    )
     assert any("not-utf8.md: not UTF-8 text" in d for d in diagnostics)
     assert any("README.md: not a memory record" in d for d in diagnostics)
     assert broken.exists()
@@ -307,7 +309,8 @@ WRITER = textwrap.dedent(
     while not go.exists() and time.monotonic() < deadline:
         time.sleep(0.001)
     for i in range(count):
-        store.upsert(make_record(f"{prefix}-{i}", f"record {i} of {prefix}", "project", f"body {i}"))
+        record = make_record(f"{prefix}-{i}", f"record {i} of {prefix}", "project", f"body {i}")
+        store.upsert(record)
     """
 )
 
@@ -332,5 +335,7 @@ def test_two_processes_adding_200_records_each_lose_nothing(tmp_path: Path) -> N
     store = MemoryStore.open(path)
     assert set(store.names()) == expected
     assert store.diagnostics == ()
-    assert store.get("left-199") == make_record("left-199", "record 199 of left", "project", "body 199")
+    assert store.get("left-199") == make_record(
+        "left-199", "record 199 of left", "project", "body 199"
+    )
     assert not [p for p in os.listdir(path) if p.startswith(".tmp-")]

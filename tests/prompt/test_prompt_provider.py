@@ -137,7 +137,8 @@ def test_the_exact_prompt_of_a_small_agent(small_agent: Manifest) -> None:
         "## skills\n"
         "Read a skill's file before you follow it.\n"
         "- **audit**: Audit the ledger. (file: `skills/audit/SKILL.md`)\n"
-        "- **refund**: Refund an order - check the payment first. (file: `skills/refund/SKILL.md`)\n"
+        "- **refund**: Refund an order - check the payment first."
+        " (file: `skills/refund/SKILL.md`)\n"
         "\n"
         "## memory\n"
         "### answer-style (user)\n"
@@ -201,7 +202,10 @@ def test_the_memory_source_is_read_on_every_call(small_agent: Manifest) -> None:
     )
     assert "## memory" not in provider()
     selected.append(MEMORIES[1])
-    assert provider().endswith("\n\n## memory\n### eu-rates (project)\nWhere the rates come from.\nThe 2024 tariff.\nNo VAT.")
+    assert provider().endswith(
+        "\n\n## memory\n### eu-rates (project)\n"
+        "Where the rates come from.\nThe 2024 tariff.\nNo VAT."
+    )
     selected.clear()
     assert "## memory" not in provider()
     assert provider.renderer.cache_hits == 1
@@ -209,7 +213,10 @@ def test_the_memory_source_is_read_on_every_call(small_agent: Manifest) -> None:
 
 def test_the_context_is_canonicalised_once_at_build(small_agent: Manifest) -> None:
     provider = small_provider(small_agent, small_registry(small_agent))
-    assert provider.context_json == '{"currency":"EUR","rates":{"per_kg":150,"standard":499},"repository":"shop"}'
+    assert (
+        provider.context_json
+        == '{"currency":"EUR","rates":{"per_kg":150,"standard":499},"repository":"shop"}'
+    )
 
 
 def test_each_agent_gets_its_own_renderer(small_agent: Manifest) -> None:

@@ -146,7 +146,9 @@ def test_the_workspace_is_the_absolute_path_then_each_context_file() -> None:
     )
     rendered = DynamicPromptRenderer().render_sections(**inputs(workspace=workspace))
     [section] = [s for s in rendered.sections if s.name == "workspace"]
-    assert section.text == "/srv/shop\n\n### AGENTS.md\n# Shop\nUse make.\n\n### docs/STYLE.md\nTabs."
+    assert (
+        section.text == "/srv/shop\n\n### AGENTS.md\n# Shop\nUse make.\n\n### docs/STYLE.md\nTabs."
+    )
     bare = DynamicPromptRenderer().render(**inputs(workspace=WorkspaceView("/srv/shop")))
     assert "\n\n## workspace\n/srv/shop\n\n## skills\n" in bare
 
@@ -191,7 +193,10 @@ def test_sections_record_where_their_body_came_from() -> None:
     ]
     assert rendered.text == "\n\n".join(f"## {s.name}\n{s.text}" for s in rendered.sections)
     empty = DynamicPromptRenderer().render_sections(**inputs(tools=()))
-    assert (empty.sections[1].text, empty.sections[1].template) == ("(none)", "code: no active tools")
+    assert (empty.sections[1].text, empty.sections[1].template) == (
+        "(none)",
+        "code: no active tools",
+    )
 
 
 # -- templates -----------------------------------------------------------------------
@@ -263,9 +268,11 @@ def test_a_variable_named_sandbox_is_a_mistake_not_an_attack() -> None:
 
 
 def test_an_unknown_attribute_fails_at_render_time_under_strict_undefined() -> None:
-    overrides = {"skills": TemplateOverride("skills", "{% for s in skills %}{{ s.nme }}{% endfor %}")}
+    overrides = {
+        "skills": TemplateOverride("skills", "{% for s in skills %}{{ s.nme }}{% endfor %}")
+    }
     renderer = DynamicPromptRenderer(overrides)
-    with pytest.raises(TemplateError, match="manifest prompt.skills.template") as caught:
+    with pytest.raises(TemplateError, match=re.escape("manifest prompt.skills.template")) as caught:
         renderer.render(**inputs())
     assert not isinstance(caught.value, TemplateSecurityError)
 
@@ -299,7 +306,9 @@ def test_the_sandbox_refuses_internals_at_render_time_too(monkeypatch: pytest.Mo
         renderer_module, "check_override", lambda section, text, origin: compile_template(text)
     )
     renderer = DynamicPromptRenderer({"tools": TemplateOverride("tools", ESCAPE)})
-    with pytest.raises(TemplateSecurityError, match="manifest prompt.tools.template: template refused"):
+    with pytest.raises(
+        TemplateSecurityError, match=re.escape("manifest prompt.tools.template: template refused")
+    ):
         renderer.render(**inputs())
     assert renderer.cache_misses == 0
 
@@ -423,7 +432,9 @@ def test_pre_canonicalised_context_text_shares_the_cache_with_the_mapping() -> N
 
 
 def test_a_failed_render_is_not_cached() -> None:
-    overrides = {"skills": TemplateOverride("skills", "{% for s in skills %}{{ s.nme }}{% endfor %}")}
+    overrides = {
+        "skills": TemplateOverride("skills", "{% for s in skills %}{{ s.nme }}{% endfor %}")
+    }
     renderer = DynamicPromptRenderer(overrides)
     for _ in range(2):
         with pytest.raises(TemplateError):

@@ -24,7 +24,8 @@ TOOLS_TEMPLATE = "{% for tool in tools %}* {{ tool.name }}\n{% endfor %}"
 def write_skill(folder: Path, description: str | None = None, body: str = "# Body\n") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     skill_md = folder / "SKILL.md"
-    text = f"---\nname: {folder.name}\ndescription: {description or f'The {folder.name} skill.'}\n---\n"
+    description = description or f"The {folder.name} skill."
+    text = f"---\nname: {folder.name}\ndescription: {description}\n---\n"
     skill_md.write_text(text + body, encoding="utf-8")
     return skill_md
 
@@ -138,9 +139,9 @@ PRESENT = {
 def test_a_flag_switches_off_its_own_source_only(project: Manifest, flag: str) -> None:
     snapshot = ResourceLoader(project, LoaderFlags(**{flag: True})).reload()
     assert SOURCES[flag](snapshot) == []
-    for other in SOURCES:
+    for other, read in SOURCES.items():
         if other != flag:
-            assert SOURCES[other](snapshot) == PRESENT[other], other
+            assert read(snapshot) == PRESENT[other], other
     assert snapshot.diagnostics == ()
 
 
@@ -295,9 +296,7 @@ def test_a_skill_folder_is_a_root_and_is_not_searched_further(project: Manifest)
 
 def test_a_name_collision_keeps_the_first_and_names_the_loser(tmp_path: Path) -> None:
     manifest = project_with(tmp_path, "")
-    manifest = dataclasses.replace(
-        manifest, skills=(*manifest.skills, manifest.directory / "more")
-    )
+    manifest = dataclasses.replace(manifest, skills=(*manifest.skills, manifest.directory / "more"))
     loser = write_skill(manifest.directory / "more" / "alpha", "The second alpha.")
     snapshot = ResourceLoader(manifest).reload()
     assert skill_names(snapshot) == ["alpha", "beta"]
