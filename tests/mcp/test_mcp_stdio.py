@@ -152,4 +152,11 @@ def test_results_errors_images_and_truncation(tmp_path: Path) -> None:
             invalid = await connection.call_tool("lines", {"count": "many"})
             assert invalid.is_error
 
+            # Calls from many tasks at once share the one session.
+            texts = [f"call {i}" for i in range(20)]
+            answers = await asyncio.gather(
+                *(connection.call_tool("echo", {"text": text}) for text in texts)
+            )
+            assert [answer.content for answer in answers] == texts
+
     asyncio.run(scenario())
