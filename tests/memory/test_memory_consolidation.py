@@ -19,6 +19,7 @@ from assembler.memory import (
     consolidate,
     make_record,
     needs_consolidation,
+    validate_record,
 )
 from assembler.memory.store import INDEX_FILE, JOURNAL_FILE
 from assembler.messages import ModelRequest, UserMessage
@@ -70,7 +71,7 @@ def test_a_valid_merge_is_committed(duplicated: MemoryStore, policy: MemoryPolic
         result = run(model, duplicated, policy)
     assert result == ConsolidationResult(True, ("package-manager",), ("likes-pnpm", "no-npm"))
     assert duplicated.names() == ("deploy-staging", "package-manager")
-    assert duplicated.get("package-manager") == MemoryRecord(**MERGED)
+    assert duplicated.get("package-manager") == validate_record(MERGED)
 
     reopened = MemoryStore.open(policy.store, policy)
     assert reopened.names() == ("deploy-staging", "package-manager")
@@ -264,7 +265,7 @@ def test_a_crash_after_the_commit_point_is_completed_on_the_next_open(
 
     reopened = MemoryStore.open(policy.store, policy)
     assert reopened.names() == ("deploy-staging", "package-manager")
-    assert reopened.get("package-manager") == MemoryRecord(**MERGED)
+    assert reopened.get("package-manager") == validate_record(MERGED)
     assert not (policy.store / JOURNAL_FILE).exists()
     assert not list(policy.store.glob(".tmp-*"))
     settled = snapshot(policy.store)

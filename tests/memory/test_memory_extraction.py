@@ -13,7 +13,13 @@ import pytest
 
 from assembler.errors import ProviderError
 from assembler.manifest.model import MemoryPolicy
-from assembler.memory import MemoryRecord, MemoryStore, extract_memories, make_remember_tool
+from assembler.memory import (
+    MemoryRecord,
+    MemoryStore,
+    extract_memories,
+    make_remember_tool,
+    validate_record,
+)
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
@@ -66,7 +72,7 @@ def test_remember_saves_a_record(store: MemoryStore, policy: MemoryPolicy) -> No
             "path": str(store.path / "prefers-pnpm.md"),
         },
     )
-    assert store.get("prefers-pnpm") == MemoryRecord(**ARGS)
+    assert store.get("prefers-pnpm") == validate_record(ARGS)
     assert MemoryStore.open(policy.store, policy).names() == ("prefers-pnpm",)
 
 
@@ -162,7 +168,7 @@ def test_extraction_stores_valid_records_and_reports_invalid_ones(
     assert "not stored" in result.diagnostics[0]
     assert "record 4: 'repo-uses-pnpm' appears twice" in result.diagnostics[1]
     assert store.names() == ("existing-note", "prefers-pnpm", "repo-uses-pnpm")
-    assert store.get("prefers-pnpm") == MemoryRecord(**ARGS)
+    assert store.get("prefers-pnpm") == validate_record(ARGS)
 
     prompt = model.last_request.messages[0]
     assert isinstance(prompt, UserMessage)

@@ -74,7 +74,10 @@ def test_fit_budget_counts_records_and_characters(store: MemoryStore, rec: Recor
         [rec("a", "x" * 10), rec("b", "x" * 50), rec("c", "x" * 10), rec("d", "x" * 5)]
     )
     entries = store.catalog()
-    pick = lambda records, chars: [e.name for e in fit_budget(entries, records, chars)]  # noqa: E731
+
+    def pick(records: int, chars: int) -> list[str]:
+        return [e.name for e in fit_budget(entries, records, chars)]
+
     assert pick(10, 1000) == ["a", "b", "c", "d"]
     assert pick(2, 1000) == ["a", "b"]
     assert pick(10, 60) == ["a", "b"]  # full: exactly 60 characters
