@@ -7,7 +7,7 @@ replaces all three together, never one alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -26,6 +26,7 @@ from assembler.runner.events import (
 from assembler.runner.loop import AgentRunner
 
 if TYPE_CHECKING:
+    from assembler.assembly.lifecycle import Assembly
     from assembler.assembly.parts import AgentParts
     from assembler.sessions.store import Session
 
@@ -54,10 +55,8 @@ class Agent:
         loader: ResourceLoader,
         runner: AgentRunner,
         parts: AgentParts,
-        rebuild: Callable[[ResourceSnapshot], AgentParts],
+        assembly: Assembly,
         session: Session | None = None,
-        start: Callable[[Agent], Any] | None = None,
-        close: Callable[[Agent], Any] | None = None,
     ) -> None:
         self.manifest = manifest
         self.provider = provider
@@ -65,9 +64,7 @@ class Agent:
         self.runner = runner
         self.parts = parts
         self.session = session
-        self._rebuild = rebuild
-        self._start = start
-        self._close = close
+        self.assembly = assembly
         self._started = False
         self._closed = False
         self._recorded = 0
@@ -101,7 +98,7 @@ class Agent:
     def reload(self) -> ResourceSnapshot:
         """Re-read resources and rebuild tools and prompt from the new snapshot, together."""
         snapshot = self.loader.reload()
-        self.install(self._rebuild(snapshot))
+        self.install(self.assembly.rebuild(snapshot))
         return snapshot
 
     def install(self, parts: AgentParts) -> None:
@@ -115,13 +112,15 @@ class Agent:
     # -- running ---------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect what needs a running event loop (MCP servers); idempotent, and
-        called by the first prompt when the caller did not."""
+        """Connect what needs a running event loop (MCP servers) and tell extensions
+        the session started; idempotent, and called by the first prompt when the
+        caller did not."""
         if self._started:
             return
         self._started = True
-        if self._start is not None:
-            await self._start(self)
+        if await self.assembly.connect_mcp():
+            self.install(self.assembly.parts(self.parts.snapshot))
+        await self.parts.extension_hooks.session_start()
 
     async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
         """Run `prompt`, yielding events as they happen; the session file records
@@ -134,6 +133,8 @@ class Agent:
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
                 self._record_messages()
+                for issue in self.assembly.poll():
+                    yield Diagnostic(issue.message, issue.severity)
             if isinstance(event, RunEnd) and self.session is not None:
                 self.session.append("event", {"event": event.to_dict()})
             yield event
@@ -160,10 +161,13 @@ class Agent:
         self._closed = True
         self._record_messages()
         try:
-            if self._close is not None:
-                await self._close(self)
+            if self._started:
+                await self.parts.extension_hooks.session_end("closed")
         finally:
-            await self.provider.aclose()
+            try:
+                await self.assembly.aclose()
+            finally:
+                await self.provider.aclose()
 
     async def __aenter__(self) -> Self:
         await self.start()

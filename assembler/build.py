@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assembler.agent import Agent
-from assembler.assembly.parts import AgentParts, assemble_parts
+from assembler.assembly.lifecycle import Assembly
 from assembler.assembly.project_code import project_code, trust_root
 from assembler.errors import ProviderError, TrustError
-from assembler.extensions.loader import load_extensions
 from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
-from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
+from assembler.resources.loader import LoaderFlags, ResourceLoader
 from assembler.runner.loop import AgentRunner
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import scrub_environment
@@ -171,14 +170,8 @@ def build_agent(
     snapshot = loader.reload()
 
     # 3. extensions, tools and prompt, from that snapshot
-    trace_factory = _trace_factory(session)
-
-    def rebuild(current: ResourceSnapshot) -> AgentParts:
-        extensions = load_extensions(current.extensions, manifest.workspace.resolve())
-        _register_providers(extensions)
-        return assemble_parts(manifest, current, extensions=extensions, trace_factory=trace_factory)
-
-    parts = rebuild(snapshot)
+    assembly = Assembly(manifest, trace_factory=_trace_factory(session))
+    parts = assembly.rebuild(snapshot)
     if model_provider is None:
         assert choice is not None
         model_provider = create_model_provider(choice, environment)
@@ -209,33 +202,15 @@ def build_agent(
         loader=loader,
         runner=runner,
         parts=parts,
-        rebuild=rebuild,
+        assembly=assembly,
         session=session,
-        start=_start,
-        close=_close,
     )
-
-
-async def _start(agent: Agent) -> None:
-    await agent.parts.extension_hooks.session_start()
-
-
-async def _close(agent: Agent) -> None:
-    await agent.parts.extension_hooks.session_end("closed")
 
 
 def _is_builtin_provider(name: str) -> bool:
     from assembler.providers.registry import known_providers
 
     return name in known_providers()
-
-
-def _register_providers(extensions: list[object]) -> None:
-    from assembler.providers.registry import register_provider
-
-    for extension in extensions:
-        for name, factory in getattr(extension, "registrations").providers:
-            register_provider(name, factory)
 
 
 def _create_session(

@@ -51,6 +51,10 @@ def micros(seconds: float) -> str:
     return f"{seconds * 1e6:8.1f} us"
 
 
+def verdict(ok: bool) -> str:
+    return "OK" if ok else "MISSED"
+
+
 def report(title: str, rows: Sequence[tuple[str, str]]) -> None:
     print(f"\n## {title}")
     width = max(len(name) for name, _ in rows)
@@ -158,10 +162,7 @@ def per_turn(repeat: int) -> None:
             ("cache miss (provider call, new memory selection)", micros(miss)),
             ("hit  / join baseline", f"{hit / join:8.1f}x    target: hit < 50 us"),
             ("miss / jinja2 baseline", f"{miss / one_template:8.1f}x    target: miss < 1 ms"),
-            (
-                "verdict",
-                f"hit {'OK' if hit < 50e-6 else 'MISSED'}, miss {'OK' if miss < 1e-3 else 'MISSED'}",
-            ),
+            ("verdict", f"hit {verdict(hit < 50e-6)}, miss {verdict(miss < 1e-3)}"),
         ],
     )
 

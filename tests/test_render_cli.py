@@ -415,6 +415,42 @@ def test_no_context_files_drops_agents_md_only(
     assert "### AGENTS.md" not in result.out
 
 
+def test_manifest_template_overrides_reshape_section_bodies_only(
+    capsys: pytest.CaptureFixture[str], shipping: Path, shipping_manifest: Path
+) -> None:
+    (shipping / "agents" / "skills.md.j2").write_text(
+        "{% for skill in skills %}{{ skill.name }} -> {{ skill.path }}\n{% endfor %}", "utf-8"
+    )
+    text = shipping_manifest.read_text("utf-8")
+    shipping_manifest.write_text(
+        text
+        + "prompt:\n"
+        + "  tools:\n"
+        + '    template: "{% for tool in tools %}[{{ tool.name }}] {% endfor %}"\n'
+        + "  skills:\n"
+        + "    file: skills.md.j2\n",
+        "utf-8",
+    )
+    result = assemble(capsys, "render", "--dry-run", "--prompt-only", str(shipping_manifest))
+    assert result.code == 0, result.err
+    assert "\n\n## tools\n[read] [bash] [edit]\n\n## workspace\n" in result.out
+    assert result.out.endswith("\n\n## skills\nfix-workflow -> skills/fix-workflow/SKILL.md\n")
+    data = json.loads(
+        assemble(capsys, "render", "--dry-run", "--format", "json", str(shipping_manifest)).out
+    )
+    assert [(s["name"], s["template"]) for s in data["sections"]] == [
+        ("identity", "default identity template"),
+        ("tools", "manifest prompt.tools.template"),
+        ("workspace", "default workspace template"),
+        ("skills", str(shipping / "agents" / "skills.md.j2")),
+    ]
+    args = ["--dry-run", "--prompt-only", "--no-prompt-templates", str(shipping_manifest)]
+    default = assemble(capsys, "render", *args)
+    committed = SNAPSHOT.read_text("utf-8").split("\n\n---- tool schemas")[0]
+    workspace = str((shipping / "examples" / "shipping").resolve())
+    assert default.out == committed.replace("{workspace}", workspace) + "\n"
+
+
 # -- --format json ---------------------------------------------------------------------
 
 
@@ -488,6 +524,33 @@ def test_write_then_check_round_trips(
     assert str(shipping_manifest.parent.parent) not in target.read_text("utf-8")
     check = assemble(capsys, "render", "--dry-run", str(shipping_manifest), "--check", str(target))
     assert check.code == 0
+
+
+def test_a_json_snapshot_is_portable_and_its_hash_is_of_its_own_prompt(
+    capsys: pytest.CaptureFixture[str], repo_root: Path, shipping_manifest: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "prompt.json"
+    repo_manifest = repo_root / "agents" / "shipping-fixer.yaml"
+    wrote = assemble(
+        capsys,
+        "render",
+        "--dry-run",
+        "--format",
+        "json",
+        str(repo_manifest),
+        "--write",
+        str(target),
+    )
+    assert wrote.code == 0
+    data = json.loads(target.read_text("utf-8"))
+    assert "\n## workspace\n{workspace}\n" in data["prompt"]
+    assert str(repo_root) not in target.read_text("utf-8")
+    assert data["sha256"] == hashlib.sha256(data["prompt"].encode("utf-8")).hexdigest()
+    assert data["characters"] == len(data["prompt"])
+    # the same snapshot holds for a checkout somewhere else
+    args = ["--dry-run", "--format", "json", str(shipping_manifest), "--check", str(target)]
+    check = assemble(capsys, "render", *args)
+    assert check.code == 0, check.out
 
 
 def test_a_changed_identity_drifts_with_a_diff_naming_the_line(

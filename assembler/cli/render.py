@@ -66,7 +66,12 @@ def render(
     for unknown in preview.unknowns:
         click.echo(f"dry run: {unknown}", err=True)
     workspace = str(loaded.workspace.resolve())
-    output = _json(preview, workspace) if output_format == "json" else _text(preview, prompt_only)
+    snapshot = write_file is not None or check_file is not None
+    output = (
+        _json(preview, workspace, portable=snapshot)
+        if output_format == "json"
+        else _text(preview, prompt_only)
+    )
     if write_file is not None:
         write_file.parent.mkdir(parents=True, exist_ok=True)
         write_file.write_text(_portable(output, workspace), "utf-8")
@@ -107,27 +112,33 @@ def _signature(schema: Any) -> str:
     return ", ".join(parts)
 
 
-def _json(preview: Preview, workspace: str) -> str:
+def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
+    """With `portable` (a snapshot), texts hold `{workspace}` before they are hashed and
+    counted, so the snapshot's hash matches its own prompt on every checkout."""
     import hashlib
     import json
 
+    def shown(text: str) -> str:
+        return _portable(text, workspace) if portable else text
+
     rendered = preview.rendered
+    prompt = shown(rendered.text)
     sources = _section_sources(preview, workspace)
     payload = {
-        "sha256": hashlib.sha256(rendered.text.encode("utf-8")).hexdigest(),
-        "characters": len(rendered.text),
-        "estimated_tokens": estimate_tokens(rendered.text),
+        "sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+        "characters": len(prompt),
+        "estimated_tokens": estimate_tokens(prompt),
         "sections": [
             {
                 "name": section.name,
                 "template": section.template,
                 "sources": sources.get(section.name, []),
-                "estimated_tokens": estimate_tokens(section.text),
-                "text": section.text,
+                "estimated_tokens": estimate_tokens(shown(section.text)),
+                "text": shown(section.text),
             }
             for section in rendered.sections
         ],
-        "prompt": rendered.text,
+        "prompt": prompt,
         "tools": [
             {
                 "name": tool.name,

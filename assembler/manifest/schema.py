@@ -43,15 +43,25 @@ def _validator() -> Any:
 
 def schema_issues(data: Any, source: SourceMap) -> list[Issue]:
     """Every schema violation in `data`, positioned and worded for people."""
-    by_place: dict[tuple[int, int, str], Issue] = {}
+    by_place: dict[tuple[int, int, str, str], Issue] = {}
     for error in _validator().iter_errors(data):
         for issue in _describe(error, source):
-            place = (issue.line, issue.column, issue.path)
-            # One message per place: a value of the wrong type fails both the outer
-            # `type` and the branch it fell into; the longer message says more.
-            if place not in by_place or len(issue.message) > len(by_place[place].message):
+            # Each missing key is its own issue, although all sit at the mapping.
+            missing = issue.message if issue.message.startswith(_MISSING) else ""
+            place = (issue.line, issue.column, issue.path, missing)
+            # Otherwise one message per place: a value of the wrong type fails both the
+            # outer `type` and the branch it fell into. The type error says what is
+            # wrong (a string where a mapping belongs); between two, the longer says more.
+            if place not in by_place or _weight(issue) > _weight(by_place[place]):
                 by_place[place] = issue
-    return sorted(by_place.values(), key=lambda i: (i.line, i.column, i.path))
+    return sorted(by_place.values(), key=lambda i: (i.line, i.column, i.path, i.message))
+
+
+_MISSING = "missing required key"
+
+
+def _weight(issue: Issue) -> tuple[bool, int]:
+    return issue.message.startswith("expected "), len(issue.message)
 
 
 def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
@@ -78,7 +88,7 @@ def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
         return
     if keyword == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
-        yield source.issue(path, f"missing required key `{missing}`")
+        yield source.issue(path, f"{_MISSING} `{missing}`")
         return
     if keyword == "type":
         yield source.issue(path, _type_message(error, path, source))

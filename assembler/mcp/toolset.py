@@ -52,7 +52,7 @@ class MCPToolsets:
     connections: Mapping[str, MCPConnection] = field(default_factory=dict)
     clashes: tuple[ToolClash, ...] = ()
     startup_diagnostics: tuple[MCPDiagnostic, ...] = ()
-    _reported: int = 0
+    _reported: int = field(default=0, init=False, repr=False)
 
     @property
     def diagnostics(self) -> tuple[MCPDiagnostic, ...]:

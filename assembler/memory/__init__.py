@@ -1,6 +1,7 @@
 """Memory that persists across sessions (DESIGN.md section 6).
 
-A store of Markdown records (`store`), chosen each turn by a strategy within a budget
+A store of Markdown records with a derived index (`store`, `records`, `index`), chosen
+each turn by a strategy within a budget
 (`selection`, `keyword`), made by the `remember` tool or at the end of a session
 (`extraction`), merged by the model when the store grows (`consolidation`), and tied
 to a running agent by `MemorySession`.
@@ -14,6 +15,7 @@ from assembler.memory.extraction import (
     extract_memories,
     make_remember_tool,
 )
+from assembler.memory.index import IndexEntry
 from assembler.memory.keyword import KeywordIndex, tokenize
 from assembler.memory.records import (
     RECORD_TYPES,
@@ -26,7 +28,7 @@ from assembler.memory.records import (
 )
 from assembler.memory.selection import Selection, Selector, fit_budget
 from assembler.memory.session import MemorySession, format_memories
-from assembler.memory.store import IndexEntry, MemoryStore
+from assembler.memory.store import MemoryStore
 
 __all__ = [
     "RECORD_TYPES",

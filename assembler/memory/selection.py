@@ -26,8 +26,9 @@ from typing import Final
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory._model import ask_model, describe_error, parse_json_answer, preview
+from assembler.memory.index import IndexEntry
 from assembler.memory.keyword import KeywordIndex, top
-from assembler.memory.store import IndexEntry, MemoryStore
+from assembler.memory.store import MemoryStore
 from assembler.prompt.renderer import MemoryEntry
 from assembler.providers.base import ModelProvider
 

@@ -5,6 +5,7 @@ On disk (default `<workspace>/.assembler/memory/`):
     <name>.md       one record: YAML frontmatter (name, description, type), then the body
     index.json      derived cache: per record its description, type, body length, the
                     file's (inode, mtime_ns, size) and its keyword term counts
+                    (layout in `assembler.memory.index`)
     .lock           `flock`ed around every read-modify-write
     .journal.json   only while a multi-record change is being applied (see `apply`)
     .gitignore      keeps the three files above out of git
@@ -41,11 +42,19 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from assembler.errors import MemoryStoreError
 from assembler.memory._files import TEMP_PREFIX, atomic_write, exclusive_lock, fsync_directory
-from assembler.memory.keyword import record_terms
+from assembler.memory.index import (
+    INDEX_FILE,
+    IndexEntry,
+    InvalidFile,
+    Stamp,
+    decode_index,
+    encode_index,
+    entry_for,
+)
 from assembler.memory.records import (
     DEFAULT_MAX_BODY_BYTES,
     MemoryRecord,
@@ -57,72 +66,20 @@ from assembler.memory.records import (
 if TYPE_CHECKING:
     from assembler.manifest.model import MemoryPolicy
 
-INDEX_FILE: Final = "index.json"
 LOCK_FILE: Final = ".lock"
 JOURNAL_FILE: Final = ".journal.json"
 GITIGNORE_FILE: Final = ".gitignore"
-INDEX_FORMAT: Final = "assembler-memory-index"
 JOURNAL_FORMAT: Final = "assembler-memory-journal"
-# Bump when the index layout or `record_terms` changes: an index from another version
-# is rebuilt from the files rather than misread.
-INDEX_VERSION: Final = 1
 _GITIGNORE: Final = (
     "# Written by agent-assembler. The record files (*.md) are the memory;\n"
     "# index.json is rebuilt from them, the others exist only while writing.\n"
     "index.json\n.lock\n.journal.json*\n.tmp-*\n"
 )
 
-Stamp = tuple[int, int, int]
-
 
 class InterruptedChangeError(MemoryStoreError):
     """A multi-record change failed after its commit point: it is not lost, and the
     next writer or open completes it from the journal."""
-
-
-class IndexEntry(NamedTuple):
-    """What the index knows of a record without reading its file.
-
-    A NamedTuple, not a dataclass: ten thousand of them are built on every open, and a
-    tuple is several times cheaper to create than a frozen dataclass.
-    """
-
-    name: str
-    description: str
-    type: str
-    chars: int
-    inode: int
-    mtime_ns: int
-    size: int
-    terms: str
-
-    @property
-    def stamp(self) -> Stamp:
-        """(inode, mtime_ns, size) of the file this entry was read from."""
-        return (self.inode, self.mtime_ns, self.size)
-
-
-class _Invalid(NamedTuple):
-    file: str
-    inode: int
-    mtime_ns: int
-    size: int
-    message: str
-
-    @property
-    def stamp(self) -> Stamp:
-        return (self.inode, self.mtime_ns, self.size)
-
-
-def _entry(record: MemoryRecord, stamp: Stamp) -> IndexEntry:
-    return IndexEntry(
-        record.name,
-        record.description,
-        record.type,
-        len(record.body),
-        *stamp,
-        record_terms(record.name, record.description, record.body),
-    )
 
 
 class MemoryStore:
@@ -132,7 +89,7 @@ class MemoryStore:
         self.path = path
         self.max_body_bytes = max_body_bytes
         self._entries: dict[str, IndexEntry] = {}
-        self._invalid: dict[str, _Invalid] = {}
+        self._invalid: dict[str, InvalidFile] = {}
         self._notes: list[str] = []
         self._index_stamp: Stamp | None = None
         self._catalog: tuple[IndexEntry, ...] | None = None
@@ -216,7 +173,10 @@ class MemoryStore:
     def diagnostics(self) -> tuple[str, ...]:
         """Problems found in the store: corrupt or misnamed files (skipped), a rebuilt
         index. Reported, never fatal."""
-        return (*self._notes, *(bad.message for _, bad in sorted(self._invalid.items())))
+        problems = (
+            f"{self.path / name}: {bad.message}" for name, bad in sorted(self._invalid.items())
+        )
+        return (*self._notes, *problems)
 
     def get(self, name: str) -> MemoryRecord | None:
         """Read and validate one record; None if the store has no such record.
@@ -336,7 +296,7 @@ class MemoryStore:
                 f"{e}; the change is committed and will be completed when the store is next opened"
             ) from e
         for name, record in records.items():
-            self._entries[name] = _entry(record, stamps[name])
+            self._entries[name] = entry_for(record, stamps[name])
         for name in deletes:
             self._entries.pop(name, None)
         self._changed()
@@ -400,7 +360,7 @@ class MemoryStore:
         loaded = self._current_index()
         stored, stored_invalid = loaded if loaded is not None else ({}, {})
         entries: dict[str, IndexEntry] = {}
-        invalid: dict[str, _Invalid] = {}
+        invalid: dict[str, InvalidFile] = {}
         changed = loaded is None
         try:
             scan = os.scandir(self.path)
@@ -444,7 +404,7 @@ class MemoryStore:
         if changed:
             self._write_index()
 
-    def _read_record_file(self, path: Path, stem: str) -> IndexEntry | _Invalid | None:
+    def _read_record_file(self, path: Path, stem: str) -> IndexEntry | InvalidFile | None:
         try:
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
@@ -452,23 +412,23 @@ class MemoryStore:
         except FileNotFoundError:
             return None
         except OSError as e:
-            return _Invalid(path.name, 0, 0, 0, f"{path}: cannot read ({e.strerror}); skipped")
+            return InvalidFile(path.name, 0, 0, 0, f"cannot read ({e.strerror}); skipped")
         stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         if not is_valid_name(stem):
             message = (
-                f"{path}: not a memory record: file names must be <name>.md with a name of "
+                "not a memory record: file names must be <name>.md with a name of "
                 "lowercase letters, digits and hyphens; ignored"
             )
-            return _Invalid(path.name, *stamp, message)
+            return InvalidFile(path.name, *stamp, message)
         try:
             record = from_markdown(
                 data.decode("utf-8"), expected_name=stem, max_body_bytes=self.max_body_bytes
             )
         except UnicodeDecodeError:
-            return _Invalid(path.name, *stamp, f"{path}: not UTF-8 text; skipped")
+            return InvalidFile(path.name, *stamp, "not UTF-8 text; skipped")
         except MemoryStoreError as e:
-            return _Invalid(path.name, *stamp, f"{path}: {e}; skipped")
-        return _entry(record, stamp)
+            return InvalidFile(path.name, *stamp, f"{e}; skipped")
+        return entry_for(record, stamp)
 
     def _replay_journal(self) -> None:
         try:
@@ -501,7 +461,7 @@ class MemoryStore:
         fsync_directory(self.path)
         self._notes.append(f"{self.path}: completed a change interrupted earlier")
 
-    def _current_index(self) -> tuple[dict[str, IndexEntry], dict[str, _Invalid]] | None:
+    def _current_index(self) -> tuple[dict[str, IndexEntry], dict[str, InvalidFile]] | None:
         """The index as on disk, without parsing it again when it is the one this
         object last read or wrote (the common case for a writer in a session)."""
         try:
@@ -513,7 +473,7 @@ class MemoryStore:
             return dict(self._entries), dict(self._invalid)
         return self._read_index()
 
-    def _read_index(self) -> tuple[dict[str, IndexEntry], dict[str, _Invalid]] | None:
+    def _read_index(self) -> tuple[dict[str, IndexEntry], dict[str, InvalidFile]] | None:
         """The index as stored, or None when it is missing, unreadable or outdated."""
         try:
             with open(self._index_path, "rb") as handle:
@@ -528,34 +488,19 @@ class MemoryStore:
             return None
         self._index_stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         try:
-            data: Any = json.loads(raw)
-            if data.get("format") != INDEX_FORMAT or data.get("version") != INDEX_VERSION:
-                return None
-            entries = {row[0]: IndexEntry(*row) for row in data["records"]}
-            invalid = {row[0]: _Invalid(*row) for row in data["invalid"]}
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+            return decode_index(raw)
+        except ValueError:
             self._notes.append(f"{self._index_path}: unreadable; rebuilt from the record files")
             return None
-        return entries, invalid
 
     def _write_index(self) -> None:
-        # One record per line: the index is not reviewed in git, but a person looking
-        # into it (or a diff tool) should still be able to.
         self._index_stamp = None  # if the write fails, the next sync re-reads the disk
-        rows = [json.dumps(list(entry), ensure_ascii=False) for entry in self.catalog()]
-        bad = [
-            json.dumps(list(self._invalid[key]), ensure_ascii=False)
-            for key in sorted(self._invalid)
-        ]
-        text = (
-            f'{{"format": "{INDEX_FORMAT}", "version": {INDEX_VERSION},\n'
-            f'"records": {_json_rows(rows)},\n"invalid": {_json_rows(bad)}}}\n'
-        )
-        self._write(self._index_path, text.encode("utf-8"))
+        invalid = [self._invalid[key] for key in sorted(self._invalid)]
+        self._write(self._index_path, encode_index(self.catalog(), invalid))
         stat = os.stat(self._index_path)
         self._index_stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
-    def _set_entries(self, entries: dict[str, IndexEntry], invalid: dict[str, _Invalid]) -> None:
+    def _set_entries(self, entries: dict[str, IndexEntry], invalid: dict[str, InvalidFile]) -> None:
         self._entries = entries
         self._invalid = invalid
         self._changed()
@@ -563,10 +508,6 @@ class MemoryStore:
     def _changed(self) -> None:
         self._catalog = None
         self.generation += 1
-
-
-def _json_rows(rows: Sequence[str]) -> str:
-    return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"
 
 
 def open_store(policy: MemoryPolicy) -> MemoryStore:

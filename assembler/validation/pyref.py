@@ -47,7 +47,8 @@ def find_module_source(module: str, roots: Sequence[Path]) -> tuple[Path | None,
             if depth == 1 and name in sys.builtin_module_names:
                 return None, ""
             if depth > 1:
-                return None, f"module `{name}` not found in package `{parts[depth - 2]}`"
+                package = ".".join(parts[: depth - 1])
+                return None, f"module `{name}` not found in package `{package}`"
             return (
                 None,
                 f"module `{name}` not found on the manifest's path or among installed packages",

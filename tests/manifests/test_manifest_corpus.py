@@ -40,7 +40,7 @@ def _validate(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> list[Issue]:
 def _line(issue: Issue, manifest: Path) -> str:
     text = issue.format()
     own = f"{manifest.name}:"
-    text = text.removeprefix(own) if issue.file == manifest.name else text
+    text = text.removeprefix(own).lstrip() if issue.file == manifest.name else text
     return text.replace(str(manifest.parent.resolve()), "<case>")
 
 

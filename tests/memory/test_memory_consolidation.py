@@ -21,7 +21,8 @@ from assembler.memory import (
     needs_consolidation,
     validate_record,
 )
-from assembler.memory.store import INDEX_FILE, JOURNAL_FILE
+from assembler.memory.index import INDEX_FILE
+from assembler.memory.store import JOURNAL_FILE
 from assembler.messages import ModelRequest, UserMessage
 from assembler.testing import FunctionModel, ScriptedModel
 

@@ -16,7 +16,8 @@ import pytest
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory import MemoryRecord, MemoryStore, make_record
-from assembler.memory.store import INDEX_FILE, JOURNAL_FILE
+from assembler.memory.index import INDEX_FILE
+from assembler.memory.store import JOURNAL_FILE
 
 Snapshot = Callable[[Path], dict[str, bytes]]
 RecordFactory = Callable[..., MemoryRecord]

@@ -202,6 +202,18 @@ def test_sections_record_where_their_body_came_from() -> None:
 # -- templates -----------------------------------------------------------------------
 
 
+def test_templates_run_sandboxed_with_strict_undefined() -> None:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from assembler.prompt.templates import environment
+
+    env = environment()
+    assert isinstance(env, SandboxedEnvironment)
+    assert env.undefined is StrictUndefined
+    assert compile_template("{{ x }}").environment is env
+
+
 def test_the_default_templates_are_package_data() -> None:
     folder = resources.files("assembler.prompt.sections")
     for section in SECTION_NAMES:

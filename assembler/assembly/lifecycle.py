@@ -1,0 +1,93 @@
+"""What an agent re-assembles over its life: on reload, on start, on close.
+
+`Assembly` keeps the inputs that outlive one snapshot (the manifest, loaded
+extensions, MCP connections, the memory session) and builds `AgentParts` from a
+snapshot whenever one of them changes, always through the one `assemble_parts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assembler.assembly.parts import AgentParts, assemble_parts
+from assembler.errors import Issue
+from assembler.extensions.loader import LoadedExtension, load_extensions
+from assembler.manifest.model import Manifest, MCPToolSet
+from assembler.resources.loader import ResourceSnapshot
+from assembler.runner.hooks import RunnerHooks
+from assembler.tools.base import Tool
+
+if TYPE_CHECKING:
+    from assembler.mcp.toolset import MCPToolsets
+
+
+@dataclass
+class Assembly:
+    manifest: Manifest
+    trace_factory: Any = None
+    extensions: list[LoadedExtension] = field(default_factory=list)
+    mcp: MCPToolsets | None = None
+    memory_tools: list[Tool] = field(default_factory=list)
+    memory_hooks: list[RunnerHooks] = field(default_factory=list)
+    memory_source: Any = None
+    diagnostics: list[Issue] = field(default_factory=list)
+
+    @property
+    def workspace(self) -> Path:
+        return self.manifest.workspace.resolve()
+
+    def load_extensions(self, snapshot: ResourceSnapshot) -> None:
+        from assembler.providers.registry import register_provider
+
+        self.extensions = load_extensions(snapshot.extensions, self.workspace)
+        for extension in self.extensions:
+            for name, factory in extension.registrations.providers:
+                register_provider(name, factory)
+
+    def parts(self, snapshot: ResourceSnapshot) -> AgentParts:
+        """Tools, prompt and hooks from `snapshot` and the current live inputs."""
+        mcp_tools = list(self.mcp.tools) if self.mcp is not None else []
+        return assemble_parts(
+            self.manifest,
+            snapshot,
+            extensions=self.extensions,
+            extra_tools=[*mcp_tools, *self.memory_tools],
+            extra_hooks=self.memory_hooks,
+            memory=self.memory_source,
+            trace_factory=self.trace_factory,
+            extra_diagnostics=self.diagnostics,
+        )
+
+    def rebuild(self, snapshot: ResourceSnapshot) -> AgentParts:
+        """For `agent.reload()`: extensions run their setup again on the new snapshot."""
+        self.load_extensions(snapshot)
+        return self.parts(snapshot)
+
+    def mcp_sets(self) -> list[MCPToolSet]:
+        return [s for s in self.manifest.tools.sets if isinstance(s, MCPToolSet)]
+
+    async def connect_mcp(self) -> bool:
+        """Start the manifest's MCP servers; a server that fails becomes an error
+        diagnostic and the agent goes on with its other tools."""
+        sets = self.mcp_sets()
+        if not sets or self.mcp is not None:
+            return False
+        from assembler.mcp.toolset import connect_tool_sets
+
+        self.mcp = await connect_tool_sets(sets, self.workspace, strict=False)
+        return True
+
+    def poll(self) -> list[Issue]:
+        """Diagnostics that arose while running (an MCP server that died)."""
+        if self.mcp is None:
+            return []
+        return [
+            Issue(severity="error" if d.severity == "error" else "warning", message=d.message)
+            for d in self.mcp.new_diagnostics()
+        ]
+
+    async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()

@@ -1,0 +1,5 @@
+"""An extension file without `setup`."""
+
+
+def register(api: object) -> None:
+    del api

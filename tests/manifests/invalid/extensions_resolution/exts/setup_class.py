@@ -1,0 +1,5 @@
+"""`setup` is a class here."""
+
+
+class setup:  # noqa: N801
+    pass
