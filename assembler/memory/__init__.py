@@ -1,10 +1,9 @@
 """Memory that persists across sessions (DESIGN.md section 6).
 
 A store of Markdown records with a derived index (`store`, `records`, `index`), chosen
-each turn by a strategy within a budget
-(`selection`, `keyword`), made by the `remember` tool or at the end of a session
-(`extraction`), merged by the model when the store grows (`consolidation`), and tied
-to a running agent by `MemorySession`.
+each turn by a strategy within a budget (`selection`, `keyword`), made by the
+`remember` tool or at the end of a session (`extraction`), merged by the model when
+the store grows (`consolidation`), and tied to a running agent by `MemorySession`.
 """
 
 from __future__ import annotations
