@@ -165,7 +165,7 @@ class Agent:
                 await self.parts.extension_hooks.session_end("closed")
         finally:
             try:
-                await self.assembly.aclose()
+                await self.assembly.aclose(self.runner.messages)
             finally:
                 await self.provider.aclose()
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assembler.agent import Agent
 from assembler.assembly.lifecycle import Assembly
@@ -32,6 +33,11 @@ from assembler.resources.loader import LoaderFlags, ResourceLoader
 from assembler.runner.loop import AgentRunner
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import scrub_environment
+
+if TYPE_CHECKING:
+    from assembler.audit import TraceWriter
+    from assembler.memory.session import MemorySession
+    from assembler.sessions.store import Session
 
 TrustPrompt = Callable[[Path, list[str]], bool]
 
@@ -164,17 +170,21 @@ def build_agent(
     if choice is not None and _is_builtin_provider(choice.provider):
         model_provider = create_model_provider(choice, environment)
     session = _create_session(manifest, choice, provider, session_dir) if record_session else None
+    assembly = Assembly(manifest, trace_factory=_trace_factory(session))
+    if model_provider is not None:
+        assembly.memory = _open_memory(manifest, model_provider, choice)
 
     # 2. one resource snapshot
     loader = ResourceLoader(manifest, flags)
     snapshot = loader.reload()
 
     # 3. extensions, tools and prompt, from that snapshot
-    assembly = Assembly(manifest, trace_factory=_trace_factory(session))
-    parts = assembly.rebuild(snapshot)
-    if model_provider is None:
+    assembly.load_extensions(snapshot)
+    if model_provider is None:  # a provider that an extension registers
         assert choice is not None
         model_provider = create_model_provider(choice, environment)
+        assembly.memory = _open_memory(manifest, model_provider, choice)
+    parts = assembly.parts(snapshot)
 
     # 4. the runner
     limits = manifest.limits
@@ -207,6 +217,16 @@ def build_agent(
     )
 
 
+def _open_memory(
+    manifest: Manifest, provider: ModelProvider, choice: ModelChoice | None
+) -> MemorySession | None:
+    if manifest.memory is None:
+        return None
+    from assembler.memory.session import MemorySession
+
+    return MemorySession.open(manifest.memory, provider, model=choice.name if choice else "")
+
+
 def _is_builtin_provider(name: str) -> bool:
     from assembler.providers.registry import known_providers
 
@@ -218,7 +238,7 @@ def _create_session(
     choice: ModelChoice | None,
     provider: ModelProvider | None,
     session_dir: Path | None,
-) -> object:
+) -> Session:
     from assembler.sessions.paths import default_session_dir
     from assembler.sessions.store import SessionStore
 
@@ -227,15 +247,15 @@ def _create_session(
     return store.create(agent=manifest.name, manifest=manifest.path, model=label)
 
 
-def _trace_factory(session: object) -> Callable[[dict[str, str]], object] | None:
+def _trace_factory(session: Session | None) -> Callable[[dict[str, str]], TraceWriter] | None:
     if session is None:
         return None
     from assembler.audit import TraceWriter
 
-    path = getattr(session, "path")
+    path = session.path
     trace_path = path.with_name(path.name.removesuffix(".jsonl") + ".trace.jsonl")
 
-    def factory(sources: dict[str, str]) -> object:
+    def factory(sources: dict[str, str]) -> TraceWriter:
         return TraceWriter(trace_path, sources)
 
     return factory

@@ -133,8 +133,10 @@ def test_yaml_token_soup(tmp_path: Path, text: str) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(SCALARS + KEYS),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(KEYS), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS), children, max_size=5)
+    ),
     max_leaves=25,
 )
 manifest_shaped = st.fixed_dictionaries(

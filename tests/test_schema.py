@@ -115,7 +115,9 @@ def test_x_interpolate_annotations_equal_the_interpolated_fields() -> None:
     annotated = set()
     for pointer, node in _walk(schema()):
         if node.get("x-interpolate"):
-            parts = pointer.split("/")  # #/$defs/<owner>/properties/<field>, or #/properties/<field>
+            parts = pointer.split(
+                "/"
+            )  # #/$defs/<owner>/properties/<field>, or #/properties/<field>
             assert parts[-2] == "properties", pointer
             annotated.add(f"{parts[2]}.{parts[-1]}" if parts[1] == "$defs" else parts[-1])
     assert annotated == set(INTERPOLATED_FIELDS)
@@ -170,7 +172,7 @@ BASE = "version: 1\nname: demo\nidentity: x\n"
     [
         (
             "description: no\n",
-            'm.yaml:4:14: error: expected a string, got a boolean (YAML reads the unquoted `no` '
+            "m.yaml:4:14: error: expected a string, got a boolean (YAML reads the unquoted `no` "
             'as false; write "no" if you meant text) [description]',
         ),
         (

@@ -83,7 +83,7 @@ def test_missing_skill_directory_script_and_mcp_cwd(project: Path) -> None:
     assert lines == [
         "agent.yaml:4:8: error: script file replies.yaml not found [model]",
         "agent.yaml:5:10: error: skill directory skills does not exist [skills[0]]",
-        "agent.yaml:7:33: error: directory srv does not exist [tools.sets[0].mcp.cwd]",
+        "agent.yaml:7:35: error: directory srv does not exist [tools.sets[0].mcp.cwd]",
     ]
 
 
@@ -138,7 +138,7 @@ def test_the_default_workspace_is_the_manifest_directory(project: Path) -> None:
 
 def test_context_must_be_canonical_json(project: Path) -> None:
     assert _validate(project, "identity: x\ncontext: {a: {b: [1, .inf]}}\n") == [
-        "agent.yaml:4:23: error: Infinity is not valid JSON [context.a.b[1]]"
+        "agent.yaml:4:22: error: Infinity is not valid JSON [context.a.b[1]]"
     ]
 
 
@@ -238,13 +238,14 @@ def test_inline_templates_are_parsed_and_checked(project: Path) -> None:
         """,
     )
     assert lines == [
-        "agent.yaml:9:26: error: template uses `tools`, which the identity section does not "
+        # A template problem is reported at the start of its line within the template.
+        "agent.yaml:8:7: error: template uses `tools`, which the identity section does not "
         "provide (it has `context_json`, `identity`) [prompt.identity.template]",
-        "agent.yaml:11:16: error: template reaches for `_root`; the sandbox refuses Python "
+        "agent.yaml:10:16: error: template reaches for `__dict__`; the sandbox refuses Python "
         "internals [prompt.workspace.template]",
-        "agent.yaml:11:16: error: template reaches for `__dict__`; the sandbox refuses Python "
+        "agent.yaml:10:16: error: template reaches for `_root`; the sandbox refuses Python "
         "internals [prompt.workspace.template]",
-        "agent.yaml:13:16: error: template syntax error: Unexpected end of template. Jinja was "
+        "agent.yaml:12:16: error: template syntax error: Unexpected end of template. Jinja was "
         "looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that "
         "needs to be closed is 'if'. [prompt.memory.template]",
     ]
@@ -442,7 +443,7 @@ def test_use_patch_when_only_edit_exists_is_a_warning(project: Path) -> None:
         """,
     )
     assert lines == [
-        "agent.yaml:5:8: warning: mentions tool `patch`, but no active tool has that name "
+        "agent.yaml:5:7: warning: mentions tool `patch`, but no active tool has that name "
         "(active: `edit`, `read`) [identity]"
     ]
 
@@ -463,7 +464,7 @@ def test_mentions_in_guidelines_and_phrases(project: Path) -> None:
     assert lines == [
         "agent.yaml:3:46: warning: mentions tool `deploy`, but no active tool has that name "
         "(active: `find`, `grep`, `ls`, `read`) [identity]",
-        "agent.yaml:7:21: warning: mentions tool `lookup`, but no active tool has that name "
+        "agent.yaml:7:25: warning: mentions tool `lookup`, but no active tool has that name "
         "(active: `find`, `grep`, `ls`, `read`) [tools.sets[0].guidelines[0]]",
         "agent.yaml:9:13: warning: mentions tool `write`, but no active tool has that name "
         "(active: `find`, `grep`, `ls`, `read`) [tools.guidelines[0]]",
@@ -522,10 +523,9 @@ def test_schema_errors_and_checks_are_reported_together(project: Path) -> None:
         "identity: Use `patch`.\nworkspace: nowhere\nlimits: {max_turns: 0}\nskills: [gone]\n",
     )
     assert lines == [
-        "agent.yaml:3:11: warning: mentions tool `patch`, but no active tool has that name "
+        "agent.yaml:3:15: warning: mentions tool `patch`, but no active tool has that name "
         "(active: `bash`, `edit`, `read`, `write`) [identity]",
-        f"agent.yaml:4:12: error: workspace {project.resolve()}/nowhere does not exist "
-        "[workspace]",
+        f"agent.yaml:4:12: error: workspace {project.resolve()}/nowhere does not exist [workspace]",
         "agent.yaml:5:21: error: must be at least 1, got 0 [limits.max_turns]",
         "agent.yaml:6:10: error: skill directory gone does not exist [skills[0]]",
     ]

@@ -66,9 +66,15 @@ def test_plain_json_like_values() -> None:
 
 
 def test_timestamps_stay_strings() -> None:
-    data = _load("context: {when: 2024-01-01, at: 2024-01-01T10:00:00Z, t: 2001-12-14 21:59:43.10 -5}")
+    data = _load(
+        "context: {when: 2024-01-01, at: 2024-01-01T10:00:00Z, t: 2001-12-14 21:59:43.10 -5}"
+    )
     assert data == {
-        "context": {"when": "2024-01-01", "at": "2024-01-01T10:00:00Z", "t": "2001-12-14 21:59:43.10 -5"}
+        "context": {
+            "when": "2024-01-01",
+            "at": "2024-01-01T10:00:00Z",
+            "t": "2001-12-14 21:59:43.10 -5",
+        }
     }
 
 
@@ -76,7 +82,16 @@ def test_yaml_1_1_words_are_read_as_yaml_reads_them() -> None:
     """`no` stays False here: the loader does not reinterpret YAML; the schema's types
     catch it with a message (see test_schema.py)."""
     data = _load("a: no\nb: yes\nc: on\nd: off\ne: ~\nf: 1.10\ng: 'no'\nh: \"on\"\n")
-    assert data == {"a": False, "b": True, "c": True, "d": False, "e": None, "f": 1.1, "g": "no", "h": "on"}
+    assert data == {
+        "a": False,
+        "b": True,
+        "c": True,
+        "d": False,
+        "e": None,
+        "f": 1.1,
+        "g": "no",
+        "h": "on",
+    }
 
 
 def test_plain_non_strings_remember_how_they_were_written() -> None:
@@ -118,7 +133,10 @@ def test_duplicate_keys_are_errors_naming_both_lines() -> None:
 def test_keys_equal_only_in_python_are_a_clash_not_a_duplicate() -> None:
     issue = _refusal("context:\n  1: a\n  true: b\n")
     assert (issue.line, issue.column) == (3, 3)
-    assert issue.message == "key `true` (read as True) clashes with the key 1 on line 2; quote the keys to keep both"
+    assert (
+        issue.message
+        == "key `true` (read as True) clashes with the key 1 on line 2; quote the keys to keep both"
+    )
 
 
 def test_the_same_key_in_two_mappings_is_fine() -> None:
@@ -128,7 +146,11 @@ def test_the_same_key_in_two_mappings_is_fine() -> None:
 @pytest.mark.parametrize(
     ("text", "tag", "position"),
     [
-        ("identity: !!python/object/apply:os.system ['true']\n", "!!python/object/apply:os.system", (1, 11)),
+        (
+            "identity: !!python/object/apply:os.system ['true']\n",
+            "!!python/object/apply:os.system",
+            (1, 11),
+        ),
         ("a: !!python/name:os.system ''\n", "!!python/name:os.system", (1, 4)),
         ("a: !!python/object:object {}\n", "!!python/object:object", (1, 4)),
         ("a: !foo bar\n", "!foo", (1, 4)),
@@ -189,7 +211,10 @@ def test_alias_keys_and_collection_keys_are_refused() -> None:
 def test_deep_nesting_is_an_error_not_a_recursion_error() -> None:
     # libyaml itself stops ten thousand `[` at its own flow-level limit ...
     issue = _refusal("[" * 10_000)
-    assert issue.message == "YAML syntax error: while increasing flow level exceeded maximum nesting depth"
+    assert (
+        issue.message
+        == "YAML syntax error: while increasing flow level exceeded maximum nesting depth"
+    )
     # ... and the builder stops block nesting, and flow nesting below libyaml's limit.
     assert _refusal("- " * 10_000 + "x").message == f"nesting deeper than {MAX_DEPTH} levels"
     issue = _refusal("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n")
@@ -201,7 +226,8 @@ def test_an_integer_of_5000_digits_is_one_clear_error() -> None:
     issue = _refusal("limits:\n  max_turns: " + "7" * 5000 + "\n")
     assert (issue.line, issue.column) == (2, 14)
     assert issue.message == (
-        "number literal of 5,000 characters is too long (at most 400); quote it if it is meant as text"
+        "number literal of 5,000 characters is too long (at most 400); "
+        "quote it if it is meant as text"
     )
 
 
@@ -334,7 +360,9 @@ def test_issue_positions_point_at_the_key_or_the_value() -> None:
         (("nested", 0), 1, 8, Mark(13, 12)),  # a block scalar in a list, deeper indented
     ],
 )
-def test_positions_inside_strings(path: tuple[str | int, ...], line: int, column: int, expected: Mark) -> None:
+def test_positions_inside_strings(
+    path: tuple[str | int, ...], line: int, column: int, expected: Mark
+) -> None:
     source = load_yaml_text(POSITIONED, "m.yaml").source
     assert source.text_position(path, line, column) == expected
 

@@ -7,6 +7,7 @@ snapshot whenever one of them changes, always through the one `assemble_parts`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from assembler.tools.base import Tool
 
 if TYPE_CHECKING:
     from assembler.mcp.toolset import MCPToolsets
+    from assembler.memory.session import MemorySession
+    from assembler.messages import Message
 
 
 @dataclass
@@ -29,9 +32,7 @@ class Assembly:
     trace_factory: Any = None
     extensions: list[LoadedExtension] = field(default_factory=list)
     mcp: MCPToolsets | None = None
-    memory_tools: list[Tool] = field(default_factory=list)
-    memory_hooks: list[RunnerHooks] = field(default_factory=list)
-    memory_source: Any = None
+    memory: MemorySession | None = None
     diagnostics: list[Issue] = field(default_factory=list)
 
     @property
@@ -48,14 +49,23 @@ class Assembly:
 
     def parts(self, snapshot: ResourceSnapshot) -> AgentParts:
         """Tools, prompt and hooks from `snapshot` and the current live inputs."""
-        mcp_tools = list(self.mcp.tools) if self.mcp is not None else []
+        tools: list[Tool] = list(self.mcp.tools) if self.mcp is not None else []
+        hooks: list[RunnerHooks] = []
+        memory_source = None
+        if self.memory is not None:
+            from assembler.assembly.memory import MemoryHooks
+
+            tools.extend(self.memory.tools())
+            hooks.append(MemoryHooks(self.memory))
+            if not self.memory.emit_context_messages:
+                memory_source = self.memory.selected
         return assemble_parts(
             self.manifest,
             snapshot,
             extensions=self.extensions,
-            extra_tools=[*mcp_tools, *self.memory_tools],
-            extra_hooks=self.memory_hooks,
-            memory=self.memory_source,
+            extra_tools=tools,
+            extra_hooks=hooks,
+            memory=memory_source,
             trace_factory=self.trace_factory,
             extra_diagnostics=self.diagnostics,
         )
@@ -80,14 +90,23 @@ class Assembly:
         return True
 
     def poll(self) -> list[Issue]:
-        """Diagnostics that arose while running (an MCP server that died)."""
-        if self.mcp is None:
-            return []
-        return [
-            Issue(severity="error" if d.severity == "error" else "warning", message=d.message)
-            for d in self.mcp.new_diagnostics()
-        ]
-
-    async def aclose(self) -> None:
+        """Diagnostics that arose while running (an MCP server that died, a memory
+        selection the model got wrong), each reported once."""
+        issues: list[Issue] = []
         if self.mcp is not None:
-            await self.mcp.aclose()
+            issues.extend(
+                Issue(severity="error" if d.severity == "error" else "warning", message=d.message)
+                for d in self.mcp.new_diagnostics()
+            )
+        if self.memory is not None:
+            issues.extend(Issue(severity="warning", message=m) for m in self.memory.take_diagnostics())
+        return issues
+
+    async def aclose(self, messages: Sequence[Message] = ()) -> None:
+        """End of session: memory extraction and consolidation, then servers stop."""
+        try:
+            if self.memory is not None and messages:
+                await self.memory.end_session(messages)
+        finally:
+            if self.mcp is not None:
+                await self.mcp.aclose()

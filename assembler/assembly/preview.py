@@ -18,7 +18,7 @@ from assembler.assembly.tools import manifest_tools
 from assembler.errors import Issue, ProviderError
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.messages import ModelRequest, StreamEvent
-from assembler.prompt.renderer import RenderedPrompt
+from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.tools.base import Tool
 
@@ -61,15 +61,59 @@ def preview_dry_run(
     flags = flags or LoaderFlags()
     snapshot = ResourceLoader(manifest, flags).reload()
     collection = manifest_tools(manifest, static=True)
+    unknowns = dry_run_unknowns(manifest, flags)
+    memory = _dry_run_memory(manifest, user_input, unknowns)
+    collection.extend(memory.tools)
     registry = collection.registry()
-    provider = make_prompt_provider(manifest, snapshot, registry)
+    source = (lambda: memory.entries) if memory.in_prompt else None
+    provider = make_prompt_provider(manifest, snapshot, registry, source)
     return Preview(
         rendered=provider.render(),
         tools=registry.tools(),
         snapshot=snapshot,
         diagnostics=(*snapshot.diagnostics, *collection.diagnostics),
-        unknowns=tuple(dry_run_unknowns(manifest, flags)),
+        unknowns=tuple(unknowns),
+        memory=tuple(_describe(entry) for entry in memory.entries),
     )
+
+
+@dataclass(frozen=True)
+class _MemoryPreview:
+    entries: tuple[MemoryEntry, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    in_prompt: bool = False
+
+
+def _dry_run_memory(
+    manifest: Manifest, user_input: str | None, unknowns: list[str]
+) -> _MemoryPreview:
+    """The memory tools and, for `--input`, the selection, from a store opened
+    read-only: a dry run writes no index, no lock file, nothing."""
+    policy = manifest.memory
+    if policy is None:
+        return _MemoryPreview()
+    import asyncio
+
+    from assembler.memory.extraction import make_remember_tool
+    from assembler.memory.selection import Selector
+    from assembler.memory.store import MemoryStore
+
+    store = MemoryStore.open(policy.store, policy, read_only=True)
+    tools = (make_remember_tool(store, policy),) if policy.extraction_tool else ()
+    in_prompt = policy.injection == "system"
+    if user_input is None:
+        return _MemoryPreview((), tools, in_prompt)
+    if policy.strategy == "model":
+        unknowns.append(
+            "memory selection `model` asks the model; a dry run does not, so no memories are shown"
+        )
+        return _MemoryPreview((), tools, in_prompt)
+    selection = asyncio.run(Selector(store, policy).select(user_input))
+    return _MemoryPreview(selection.entries, tools, in_prompt)
+
+
+def _describe(entry: MemoryEntry) -> str:
+    return f"{entry.name} ({entry.type}): {entry.description}"
 
 
 class NoModel:
@@ -108,11 +152,16 @@ async def preview_live(
     )
     try:
         await agent.start()
+        selected: tuple[MemoryEntry, ...] = ()
+        memory = agent.assembly.memory
+        if memory is not None and user_input is not None:
+            selected = await memory.select(user_input)
         return Preview(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,
             diagnostics=agent.diagnostics,
+            memory=tuple(_describe(entry) for entry in selected),
         )
     finally:
         await agent.aclose()

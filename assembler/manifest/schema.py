@@ -80,7 +80,9 @@ def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
     if "propertyNames" in error.absolute_schema_path:  # about a key: point at the key
         message = custom.get(keyword, _plain(error))
         yield source.issue(
-            (*path, str(error.instance)), message.replace("{value}", _show(error.instance)), key=True
+            (*path, str(error.instance)),
+            message.replace("{value}", _show(error.instance)),
+            key=True,
         )
         return
     if keyword in custom:

@@ -85,9 +85,12 @@ class InterruptedChangeError(MemoryStoreError):
 class MemoryStore:
     """A directory of memory records. Use `MemoryStore.open`."""
 
-    def __init__(self, path: Path, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, path: Path, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, read_only: bool = False
+    ) -> None:
         self.path = path
         self.max_body_bytes = max_body_bytes
+        self.read_only = read_only
         self._entries: dict[str, IndexEntry] = {}
         self._invalid: dict[str, InvalidFile] = {}
         self._notes: list[str] = []
@@ -105,10 +108,20 @@ class MemoryStore:
         policy: MemoryPolicy | None = None,
         *,
         max_body_bytes: int | None = None,
+        read_only: bool = False,
     ) -> MemoryStore:
-        """Open (creating if needed) the store at `path`, bringing its index up to date."""
+        """Open (creating if needed) the store at `path`, bringing its index up to date.
+
+        `read_only` opens without writing anything, not even the index or a lock file
+        (`assemble render --dry-run`): a missing store is empty, a stale index is
+        reconciled in memory only, and every write raises `MemoryStoreError`.
+        """
         limit = max_body_bytes or (policy.record_max_bytes if policy else DEFAULT_MAX_BODY_BYTES)
-        store = cls(Path(path), max_body_bytes=limit)
+        store = cls(Path(path), max_body_bytes=limit, read_only=read_only)
+        if read_only:
+            if store.path.is_dir():
+                store._sync_locked()
+            return store
         try:
             store.path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -119,6 +132,10 @@ class MemoryStore:
     def rescan(self) -> None:
         """Re-read the directory under the lock: finish an interrupted change, pick up
         files edited by hand, and rewrite the index if anything differed."""
+        if self.read_only:
+            if self.path.is_dir():
+                self._sync_locked()
+            return
         with self._locked():
             self._sync_locked()
 
@@ -320,12 +337,16 @@ class MemoryStore:
 
     # Seams for tests that simulate a crash part-way through a change.
     def _write(self, path: Path, data: bytes, *, sync_directory: bool = True) -> None:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
         try:
             atomic_write(path, data, sync_directory=sync_directory)
         except OSError as e:
             raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from e
 
     def _unlink(self, path: Path) -> None:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
         try:
             path.unlink(missing_ok=True)
         except OSError as e:
@@ -346,6 +367,8 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
         with exclusive_lock(self.path / LOCK_FILE):
             yield
 
@@ -353,10 +376,11 @@ class MemoryStore:
         """With the lock held: replay a journal, reconcile index and files, and delete
         temp files (one directory scan does all three)."""
         self._notes = []
-        self._replay_journal()
-        gitignore = self.path / GITIGNORE_FILE
-        if not gitignore.exists():
-            self._write(gitignore, _GITIGNORE.encode())
+        if not self.read_only:
+            self._replay_journal()
+            gitignore = self.path / GITIGNORE_FILE
+            if not gitignore.exists():
+                self._write(gitignore, _GITIGNORE.encode())
         loaded = self._current_index()
         stored, stored_invalid = loaded if loaded is not None else ({}, {})
         entries: dict[str, IndexEntry] = {}
@@ -369,7 +393,7 @@ class MemoryStore:
         with scan:
             for item in scan:
                 if not item.name.endswith(".md") or item.name.startswith("."):
-                    if item.name.startswith(TEMP_PREFIX):  # left by a writer that died
+                    if item.name.startswith(TEMP_PREFIX) and not self.read_only:  # a dead writer's
                         with contextlib.suppress(OSError):
                             os.unlink(item.path)
                     continue
@@ -401,7 +425,7 @@ class MemoryStore:
         if entries.keys() != stored.keys() or invalid.keys() != stored_invalid.keys():
             changed = True
         self._set_entries(entries, invalid)
-        if changed:
+        if changed and not self.read_only:
             self._write_index()
 
     def _read_record_file(self, path: Path, stem: str) -> IndexEntry | InvalidFile | None:

@@ -365,9 +365,7 @@ def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
     for skill in ctx.skills:
         text, source = _skill_description(skill)
 
-        def in_skill(
-            line: int, column: int, source: SourceMap = source
-        ) -> tuple[str, int, int]:
+        def in_skill(line: int, column: int, source: SourceMap = source) -> tuple[str, int, int]:
             mark = source.text_position(("description",), line, column)
             return source.file, mark.line, mark.column
 

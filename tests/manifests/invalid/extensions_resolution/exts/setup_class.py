@@ -1,5 +1,5 @@
 """`setup` is a class here."""
 
 
-class setup:  # noqa: N801
+class setup:
     pass

@@ -1,0 +1,143 @@
+"""`assemble memory`: look at and change an agent's memory store by hand.
+
+The store is plain Markdown files (one per record) in the directory the manifest's
+`memory.store` names, so `git diff` shows every change; these commands are the safe
+way to make one (validated, atomic, locked against a running agent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from assembler.cli.common import load
+from assembler.errors import MemoryStoreError
+from assembler.resources.loader import LoaderFlags
+
+if TYPE_CHECKING:
+    from assembler.manifest.model import Manifest, MemoryPolicy
+    from assembler.memory.store import MemoryStore
+
+MANIFEST = click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+
+
+def _policy(manifest: Manifest) -> MemoryPolicy:
+    if manifest.memory is None:
+        raise MemoryStoreError(f"{manifest.path.name} declares no `memory:` policy")
+    return manifest.memory
+
+
+def _open(manifest_path: Path) -> tuple[Manifest, MemoryStore]:
+    from assembler.memory.store import MemoryStore
+
+    manifest = load(manifest_path, LoaderFlags())
+    policy = _policy(manifest)
+    return manifest, MemoryStore.open(policy.store, policy)
+
+
+@click.group()
+def memory() -> None:
+    """List, show, add, remove and consolidate memory records."""
+
+
+@memory.command("list")
+@MANIFEST
+def list_(manifest: Path) -> None:
+    """List the records: name, type and description."""
+    _, store = _open(manifest)
+    for note in store.diagnostics:
+        click.echo(f"warning: {note}", err=True)
+    entries = store.catalog()
+    if not entries:
+        click.echo(f"no memories in {store.path}")
+    for entry in entries:
+        click.echo(f"{entry.name}\t{entry.type}\t{entry.description}")
+
+
+@memory.command()
+@MANIFEST
+@click.argument("name")
+def show(manifest: Path, name: str) -> None:
+    """Print one record as it is stored."""
+    from assembler.memory.records import to_markdown
+
+    _, store = _open(manifest)
+    record = store.get(name)
+    if record is None:
+        raise MemoryStoreError(f"no memory named `{name}` in {store.path}")
+    click.echo(to_markdown(record), nl=False)
+
+
+@memory.command()
+@MANIFEST
+@click.option("--name", required=True, help="A slug: lowercase letters, digits, hyphens.")
+@click.option("--description", required=True, help="One line: what this memory is about.")
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(["user", "feedback", "project", "reference"]),
+    default="project",
+    show_default=True,
+)
+@click.option("--body", help="The record's text (default: read from stdin).")
+@click.option("--replace", is_flag=True, help="Replace a record of the same name.")
+def add(manifest: Path, name: str, description: str, kind: str, body: str | None, replace: bool) -> None:
+    """Add a record (validated like any other)."""
+    from assembler.memory.records import make_record
+
+    loaded, store = _open(manifest)
+    text = body if body is not None else sys.stdin.read()
+    record = make_record(name, description, kind, text, max_body_bytes=_policy(loaded).record_max_bytes)
+    if replace:
+        created = store.upsert(record)
+        click.echo(f"{'added' if created else 'replaced'} {name}")
+    else:
+        store.add(record)
+        click.echo(f"added {name}")
+
+
+@memory.command()
+@MANIFEST
+@click.argument("name")
+def remove(manifest: Path, name: str) -> None:
+    """Remove a record."""
+    _, store = _open(manifest)
+    if not store.remove(name):
+        raise MemoryStoreError(f"no memory named `{name}` in {store.path}")
+    click.echo(f"removed {name}")
+
+
+@memory.command()
+@MANIFEST
+@click.option("--model", help="Use this model instead of the manifest's: provider:name.")
+def consolidate(manifest: Path, model: str | None) -> None:
+    """Ask the model to merge duplicate or conflicting records; the change is
+    committed whole or not at all."""
+    from assembler.build import choose_model, create_model_provider
+    from assembler.memory.consolidation import consolidate as run_consolidation
+
+    loaded, store = _open(manifest)
+    choice = choose_model(loaded, model)
+    import os
+
+    provider = create_model_provider(choice, os.environ)
+
+    async def go() -> None:
+        try:
+            result = await run_consolidation(provider, store, _policy(loaded), model=choice.name)
+        finally:
+            await provider.aclose()
+        for note in result.diagnostics:
+            click.echo(f"warning: {note}", err=True)
+        if not result.applied:
+            raise MemoryStoreError("consolidation changed nothing: the model's answer was not usable")
+        click.echo(
+            f"consolidated: {len(result.written)} written ({', '.join(result.written) or 'none'}), "
+            f"{len(result.deleted)} deleted ({', '.join(result.deleted) or 'none'})"
+        )
+
+    asyncio.run(go())
