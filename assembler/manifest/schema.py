@@ -170,7 +170,7 @@ def _type_name(expected: Any) -> str:
         "null": "null",
     }
     if isinstance(expected, list):
-        return " or ".join(names.get(e, e) for e in expected)
+        return " or ".join(names.get(str(e), str(e)) for e in expected)
     return names.get(expected, str(expected))
 
 

@@ -235,6 +235,8 @@ class _Builder:
 
     def mark(self, event: events.Event) -> Mark:
         start = event.start_mark
+        if start is None:  # the parser always sets it; the stubs allow None
+            return Mark(0, 0)
         return Mark(start.line + 1 + self.line_offset, start.column + 1)
 
     def fail(self, event: events.Event, message: str) -> ManifestError:
@@ -390,8 +392,9 @@ class _Builder:
         self.source.block.add(path)
         if self.lines is None:
             self.lines = _LINE_BREAK.split(self.text)
-        first = event.start_mark.line + 1
-        for index in range(first, min(event.end_mark.line + 1, len(self.lines))):
+        first = mark.line - self.line_offset  # 0-based index of the line below the indicator
+        last = event.end_mark.line + 1 if event.end_mark else len(self.lines)
+        for index in range(first, min(last, len(self.lines))):
             content = self.lines[index]
             if content.strip():
                 indent = len(content) - len(content.lstrip(" "))
@@ -402,7 +405,7 @@ class _Builder:
     def scalar(self, event: events.ScalarEvent, path: JsonPath | None) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
-            tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
         elif tag.startswith("!!"):
             tag = _TAG + tag[2:]
         if tag not in _ALLOWED_SCALAR_TAGS:
