@@ -24,7 +24,8 @@ import click
     type=click.Choice(["lenient", "spec"]),
     default="lenient",
     show_default=True,
-    help="spec: unknown SKILL.md frontmatter keys are errors, as in the Agent Skills reference validator.",
+    help="spec: unknown SKILL.md frontmatter keys are errors, as in the Agent Skills reference"
+    " validator.",
 )
 def validate(
     paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str

@@ -260,11 +260,13 @@ def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
             declared.append((("tools", "sets", index, "mcp"), item["mcp"]))
     for at, spec in declared:
         command = spec.get("command")
-        if isinstance(command, str) and "${" not in command and shutil.which(command) is None:
-            if not (os.sep in command and ctx.resolve(command).is_file()):
-                yield ctx.issue(
-                    (*at, "command"), f"command `{command}` not found on PATH", "warning"
-                )
+        if (
+            isinstance(command, str)
+            and "${" not in command
+            and shutil.which(command) is None
+            and not (os.sep in command and ctx.resolve(command).is_file())
+        ):
+            yield ctx.issue((*at, "command"), f"command `{command}` not found on PATH", "warning")
         cwd = spec.get("cwd")
         if isinstance(cwd, str) and not ctx.resolve(cwd).is_dir():
             yield ctx.issue((*at, "cwd"), f"directory {cwd} does not exist")
@@ -337,7 +339,8 @@ def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
                 abs_line,
                 abs_column,
                 "warning",
-                f"mentions tool `{mention.name}`, but no active tool has that name (active: {active}){later}",
+                f"mentions tool `{mention.name}`, but no active tool has that name"
+                f" (active: {active}){later}",
                 _fmt(at),
             )
 
