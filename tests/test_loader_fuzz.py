@@ -102,7 +102,7 @@ def _check_file(path: Path, raw: bytes) -> None:
     except ManifestError as e:  # allowed, although parse_manifest collects issues
         assert e.issues
     else:
-        assert parsed.manifest is None or not parsed.has_errors
+        assert parsed.has_errors or parsed.manifest is not None
     try:
         report = validate_file(path, env={})
     except ManifestError as e:

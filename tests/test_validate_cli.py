@@ -427,3 +427,11 @@ def test_the_usage_text_in_the_hook_file_is_valid_yaml() -> None:
     )
     config = yaml.safe_load(textwrap.dedent(usage))
     assert config["repos"][0]["hooks"] == [{"id": "assemble-validate"}]
+
+
+def test_a_file_reached_twice_is_validated_once(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(here, {"agents/bad.yaml": BAD})
+    outcome = assemble(capsys, "validate", "agents", "agents/bad.yaml", "./agents/bad.yaml")
+    assert outcome.out.splitlines()[-1] == "2 error(s), 0 warning(s) in 1 manifest"

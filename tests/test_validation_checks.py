@@ -543,3 +543,46 @@ def test_a_value_the_schema_rejected_is_not_checked_again(project: Path) -> None
         "[extensions[1].path]",
         "agent.yaml:5:10: error: must not be empty [skills[0]]",
     ]
+
+
+def test_the_checked_variables_are_the_ones_the_renderer_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`template_problems` allows exactly the variables `DynamicPromptRenderer` gives
+    each section, and templates that validate (the corpus's) render without error."""
+    from assembler.manifest.loader import load_manifest
+    from assembler.prompt import renderer as renderer_module
+    from assembler.prompt.renderer import (
+        ContextFileView,
+        DynamicPromptRenderer,
+        MemoryEntry,
+        SkillEntry,
+        WorkspaceView,
+    )
+    from assembler.prompt.templates import SECTION_VARIABLES
+    from assembler.tools.registry import ToolEntry
+
+    passed: dict[str, set[str]] = {}
+    real = renderer_module.render_template
+
+    def recording(template: object, variables: dict[str, object], origin: str) -> str:
+        section = next(s for s, names in SECTION_VARIABLES.items() if set(variables) == names)
+        passed[section] = set(variables)
+        return real(template, variables, origin)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(renderer_module, "render_template", recording)
+    corpus = Path(__file__).parent / "manifests" / "valid" / "prompt_overrides" / "agent.yaml"
+    manifest = load_manifest(corpus, env={})
+    assert set(manifest.prompt) == set(SECTION_VARIABLES)
+    text = DynamicPromptRenderer(manifest.prompt).render(
+        identity=manifest.identity,
+        context={"team": "docs"},
+        tools=[ToolEntry("read", "read a file", "Read a file.")],
+        guidelines=["Be brief."],
+        workspace=WorkspaceView("/ws", (ContextFileView("AGENTS.md", "Run make."),)),
+        skills=[SkillEntry("fix", "Fix bugs.", "/ws/skills/fix/SKILL.md")],
+        memory=[MemoryEntry("tabs", "preference", "Indentation", "Use tabs.")],
+    )
+    assert passed == {section: set(names) for section, names in SECTION_VARIABLES.items()}
+    assert "- **fix**: Fix bugs. (/ws/skills/fix/SKILL.md)" in text
+    assert "### tabs (preference)" in text

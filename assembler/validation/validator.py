@@ -93,6 +93,7 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
     `*.yaml`/`*.yml` file is one when it declares our schema on its first lines or
     has a top-level `identity:` key; other YAML (CI files, model scripts) is skipped.
     Hidden directories, `node_modules` and virtual environments are not searched.
+    A file reached twice (`agents/` and `agents/a.yaml`) is validated once.
     """
     found: list[Path] = []
     issues: list[Issue] = []
@@ -115,7 +116,18 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
             found.append(path)
         else:
             issues.append(Issue(display_path(path), 0, 0, "error", "no such file or directory"))
-    return found, issues
+    return _unique(found), issues
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    seen: set[str] = set()
+    unique: list[Path] = []
+    for path in paths:
+        key = os.path.normcase(os.path.abspath(path))
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 def _walk_yaml(root: Path) -> Iterable[Path]:
