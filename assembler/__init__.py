@@ -41,7 +41,31 @@ _EXPORTS = {
     "canonical_json": "assembler.canonical",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Agent",
+    "AssemblerError",
+    "ExtensionError",
+    "Issue",
+    "LoaderFlags",
+    "MCPError",
+    "Manifest",
+    "ManifestError",
+    "MemoryStoreError",
+    "MissingCredentialsError",
+    "PromptContextError",
+    "ProviderError",
+    "RenderError",
+    "RunResult",
+    "SessionError",
+    "TemplateError",
+    "TemplateSecurityError",
+    "ToolError",
+    "TrustError",
+    "UnknownProviderError",
+    "build_agent",
+    "canonical_json",
+    "load_manifest",
+]
 
 if TYPE_CHECKING:
     from assembler.agent import Agent, RunResult

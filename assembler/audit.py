@@ -103,7 +103,9 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     if decision.get("allowed", True):
         lines.append("  decision: allowed")
     else:
-        lines.append(f"  decision: BLOCKED by {decision.get('blocked_by')}: {decision.get('reason')}")
+        lines.append(
+            f"  decision: BLOCKED by {decision.get('blocked_by')}: {decision.get('reason')}"
+        )
     lines.append(f"  executed: {'yes' if record.get('executed') else 'no'}")
     raw = record.get("raw_result")
     if raw is not None:

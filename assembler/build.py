@@ -68,7 +68,9 @@ def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice
     if override:
         provider, name = parse_model_string(override)
         if spec is None or spec.provider != provider:
-            return _with_script(manifest, ModelChoice(provider, name, None, None, ModelSettings(), {}))
+            return _with_script(
+                manifest, ModelChoice(provider, name, None, None, ModelSettings(), {})
+            )
     elif spec is not None:
         provider, name = spec.provider, spec.name
     else:

@@ -42,7 +42,12 @@ class RpcServer:
             self.write({"id": None, "error": {"type": "ParseError", "message": str(e)}})
             return
         if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            self.write({"id": None, "error": {"type": "InvalidRequest", "message": "expected {id, method, params}"}})
+            self.write(
+                {
+                    "id": None,
+                    "error": {"type": "InvalidRequest", "message": "expected {id, method, params}"},
+                }
+            )
             return
         ident = request.get("id")
         method = request["method"]
@@ -61,7 +66,15 @@ class RpcServer:
         handler = self._methods().get(method)
         if handler is None:
             known = ", ".join(["prompt", "cancel", *self._methods()])
-            self.write({"id": ident, "error": {"type": "MethodNotFound", "message": f"unknown method {method!r}; methods: {known}"}})
+            self.write(
+                {
+                    "id": ident,
+                    "error": {
+                        "type": "MethodNotFound",
+                        "message": f"unknown method {method!r}; methods: {known}",
+                    },
+                }
+            )
             return
         try:
             self.write({"id": ident, "result": await handler(params)})
@@ -80,7 +93,15 @@ class RpcServer:
     async def _prompt(self, ident: Any, params: dict[str, Any]) -> None:
         text = params.get("text")
         if not isinstance(text, str) or not text:
-            self.write({"id": ident, "error": {"type": "InvalidParams", "message": "`text` must be a non-empty string"}})
+            self.write(
+                {
+                    "id": ident,
+                    "error": {
+                        "type": "InvalidParams",
+                        "message": "`text` must be a non-empty string",
+                    },
+                }
+            )
             return
         final: dict[str, Any] = {}
         try:
@@ -91,7 +112,9 @@ class RpcServer:
                     final = data
             self.write({"id": ident, "result": final})
         except asyncio.CancelledError:
-            self.write({"id": ident, "error": {"type": "Cancelled", "message": "the prompt was cancelled"}})
+            self.write(
+                {"id": ident, "error": {"type": "Cancelled", "message": "the prompt was cancelled"}}
+            )
         except AssemblerError as e:
             self.write({"id": ident, "error": {"type": type(e).__name__, "message": str(e)}})
 

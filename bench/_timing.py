@@ -25,7 +25,9 @@ def median_seconds(function: Callable[[], object], *, repeat: int = 200, warmup:
     return statistics.median(samples)
 
 
-def process_medians(commands: dict[str, Sequence[str]], *, runs: int = 15, cwd: Path = REPO) -> dict[str, float]:
+def process_medians(
+    commands: dict[str, Sequence[str]], *, runs: int = 15, cwd: Path = REPO
+) -> dict[str, float]:
     """Median wall time of each command, run interleaved so load affects all alike."""
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(2):  # warm the OS caches

@@ -87,7 +87,10 @@ if __name__ == "__main__":
         f"five no-op extensions, one tool call per turn ({TURNS} turns)",
         [
             ("baseline: no extensions", f"{base * 1e6:.1f} µs/turn"),
-            ("five no-op extensions (tool_call, tool_result, context, turn_start, turn_end)", f"{ours * 1e6:.1f} µs/turn"),
+            (
+                "five no-op extensions (tool_call, tool_result, context, turn_start, turn_end)",
+                f"{ours * 1e6:.1f} µs/turn",
+            ),
             ("added", f"{(ours - base) * 1e6:.1f} µs/turn (target < 100 µs); {ours / base:.2f}x"),
         ],
     )

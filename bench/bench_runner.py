@@ -85,7 +85,10 @@ def per_turn() -> None:
         [
             ("baseline: bare loop (provider stream + tool call)", f"{base * 1e6:.1f} µs/turn"),
             ("AgentRunner (prompt provider, events, hooks, records)", f"{ours * 1e6:.1f} µs/turn"),
-            ("overhead", f"{(ours - base) * 1e6:.1f} µs/turn (target < 1000 µs); {ours / base:.2f}x"),
+            (
+                "overhead",
+                f"{(ours - base) * 1e6:.1f} µs/turn (target < 1000 µs); {ours / base:.2f}x",
+            ),
         ],
     )
 
@@ -101,7 +104,14 @@ def whole_process() -> None:
             {
                 "baseline: assemble render --dry-run": assemble("render", "--dry-run", manifest),
                 "assemble run -p (scripted)": assemble(
-                    "run", manifest, "--trust", "--no-session", "--model", "scripted:hello.script.yaml", "-p", "hi"
+                    "run",
+                    manifest,
+                    "--trust",
+                    "--no-session",
+                    "--model",
+                    "scripted:hello.script.yaml",
+                    "-p",
+                    "hi",
                 ),
             },
             cwd=root,
@@ -109,7 +119,11 @@ def whole_process() -> None:
     (base_name, base), (name, ours) = medians.items()
     report(
         "assemble run -p as a whole process (median of 15)",
-        [(base_name, f"{base * 1000:.1f} ms"), (name, f"{ours * 1000:.1f} ms"), ("ratio", f"{ours / base:.2f}x (target <= 2x)")],
+        [
+            (base_name, f"{base * 1000:.1f} ms"),
+            (name, f"{ours * 1000:.1f} ms"),
+            ("ratio", f"{ours / base:.2f}x (target <= 2x)"),
+        ],
     )
 
 

@@ -23,13 +23,19 @@ def whole_process() -> None:
     medians = process_medians(
         {
             "baseline: python -c 'import yaml, jsonschema, jinja2, click'": baseline_imports(),
-            "assemble validate agents/shipping-fixer.yaml": assemble("validate", "agents/shipping-fixer.yaml"),
+            "assemble validate agents/shipping-fixer.yaml": assemble(
+                "validate", "agents/shipping-fixer.yaml"
+            ),
         }
     )
     (base_name, base), (name, ours) = medians.items()
     report(
         "validate one manifest, whole process (median of 15)",
-        [(base_name, f"{base * 1000:.1f} ms"), (name, f"{ours * 1000:.1f} ms"), ("ratio", f"{ours / base:.2f}x (target <= 1.5x)")],
+        [
+            (base_name, f"{base * 1000:.1f} ms"),
+            (name, f"{ours * 1000:.1f} ms"),
+            ("ratio", f"{ours / base:.2f}x (target <= 1.5x)"),
+        ],
     )
 
 
@@ -57,8 +63,14 @@ def thousand_in_process() -> None:
     report(
         "validate 1,000 manifests in one process",
         [
-            ("baseline: yaml.load(SafeLoader) of each file, nothing else", f"{baseline * 1000:.3f} ms/manifest"),
-            ("validate_file (YAML + schema + all checks + skills)", f"{ours * 1000:.3f} ms/manifest (target < 2 ms)"),
+            (
+                "baseline: yaml.load(SafeLoader) of each file, nothing else",
+                f"{baseline * 1000:.3f} ms/manifest",
+            ),
+            (
+                "validate_file (YAML + schema + all checks + skills)",
+                f"{ours * 1000:.3f} ms/manifest (target < 2 ms)",
+            ),
             ("ratio", f"{ours / baseline:.2f}x"),
         ],
     )

@@ -56,7 +56,9 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_user_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("ASSEMBLER_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("ASSEMBLER_DATA_DIR", str(home / "data"))
@@ -74,7 +76,9 @@ def shipping(tmp_path: Path) -> Path:
     """A private copy of `agents/` and `examples/`, so a run may edit the example."""
     root = tmp_path / "project"
     for name in ("agents", "examples", "schemas"):
-        shutil.copytree(REPO / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return root
 
 

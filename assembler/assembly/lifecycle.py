@@ -99,7 +99,9 @@ class Assembly:
                 for d in self.mcp.new_diagnostics()
             )
         if self.memory is not None:
-            issues.extend(Issue(severity="warning", message=m) for m in self.memory.take_diagnostics())
+            issues.extend(
+                Issue(severity="warning", message=m) for m in self.memory.take_diagnostics()
+            )
         return issues
 
     async def aclose(self, messages: Sequence[Message] = ()) -> None:

@@ -34,7 +34,9 @@ class MemoryHooks:
         return None
 
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
-        return self.session.before_model(messages) if self.session.emit_context_messages else messages
+        return (
+            self.session.before_model(messages) if self.session.emit_context_messages else messages
+        )
 
     async def before_tool_call(self, call: ToolCall) -> CallDecision:
         return ALLOW

@@ -37,7 +37,9 @@ def project_code(
                 if source is not None and any(source.resolve().is_relative_to(r) for r in roots):
                     found.append(f"Python tool {tool.function} ({_relative(source, roots[0])})")
         elif include_mcp and isinstance(tool_set, MCPToolSet) and tool_set.server.command:
-            found.append(f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)")
+            found.append(
+                f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)"
+            )
     return list(dict.fromkeys(found))
 
 

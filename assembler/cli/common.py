@@ -19,9 +19,13 @@ def resource_options(function: F) -> F:
     """`--no-skills`, `--no-context-files`, `--no-prompt-templates`,
     `--no-extensions` and `--skill PATH`: each switches its own source only."""
     options = [
-        click.option("--no-skills", is_flag=True, help="Load no skills from the manifest's directories."),
+        click.option(
+            "--no-skills", is_flag=True, help="Load no skills from the manifest's directories."
+        ),
         click.option("--no-context-files", is_flag=True, help="Read no project context files."),
-        click.option("--no-prompt-templates", is_flag=True, help="Ignore the manifest's template overrides."),
+        click.option(
+            "--no-prompt-templates", is_flag=True, help="Ignore the manifest's template overrides."
+        ),
         click.option("--no-extensions", is_flag=True, help="Load no extensions."),
         click.option(
             "--skill",
@@ -67,7 +71,9 @@ def ask_trust(directory: Path, code: list[str]) -> bool:
     click.echo(f"This agent would run code from {directory}:", err=True)
     for item in code:
         click.echo(f"  - {item}", err=True)
-    if not click.confirm("Trust this directory (remembered in your config)?", default=False, err=True):
+    if not click.confirm(
+        "Trust this directory (remembered in your config)?", default=False, err=True
+    ):
         return False
     from assembler.trust import TrustStore
 

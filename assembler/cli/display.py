@@ -63,12 +63,17 @@ class EventPrinter:
         elif isinstance(event, ToolCallProposed):
             self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")
         elif isinstance(event, ToolCallBlocked):
-            self._err(f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red")
+            self._err(
+                f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red"
+            )
         elif isinstance(event, ToolResultEvent) and event.executed:
             lines = event.content.count("\n") + 1 if event.content else 0
             status = "error" if event.is_error else "ok"
             first = _clip(event.content.splitlines()[0] if event.content else "", 80)
-            self._err(f"← {event.call.name} {status} ({lines} lines) {first}", fg="red" if event.is_error else None)
+            self._err(
+                f"← {event.call.name} {status} ({lines} lines) {first}",
+                fg="red" if event.is_error else None,
+            )
         elif isinstance(event, Diagnostic):
             self._err(f"{event.severity}: {event.message}", fg="yellow")
         elif isinstance(event, ErrorEvent):

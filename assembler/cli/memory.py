@@ -85,13 +85,17 @@ def show(manifest: Path, name: str) -> None:
 )
 @click.option("--body", help="The record's text (default: read from stdin).")
 @click.option("--replace", is_flag=True, help="Replace a record of the same name.")
-def add(manifest: Path, name: str, description: str, kind: str, body: str | None, replace: bool) -> None:
+def add(
+    manifest: Path, name: str, description: str, kind: str, body: str | None, replace: bool
+) -> None:
     """Add a record (validated like any other)."""
     from assembler.memory.records import make_record
 
     loaded, store = _open(manifest)
     text = body if body is not None else sys.stdin.read()
-    record = make_record(name, description, kind, text, max_body_bytes=_policy(loaded).record_max_bytes)
+    record = make_record(
+        name, description, kind, text, max_body_bytes=_policy(loaded).record_max_bytes
+    )
     if replace:
         created = store.upsert(record)
         click.echo(f"{'added' if created else 'replaced'} {name}")
@@ -134,7 +138,9 @@ def consolidate(manifest: Path, model: str | None) -> None:
         for note in result.diagnostics:
             click.echo(f"warning: {note}", err=True)
         if not result.applied:
-            raise MemoryStoreError("consolidation changed nothing: the model's answer was not usable")
+            raise MemoryStoreError(
+                "consolidation changed nothing: the model's answer was not usable"
+            )
         click.echo(
             f"consolidated: {len(result.written)} written ({', '.join(result.written) or 'none'}), "
             f"{len(result.deleted)} deleted ({', '.join(result.deleted) or 'none'})"

@@ -28,13 +28,39 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
     is_flag=True,
     help="No side effects: imports no project code, starts no process, opens no socket, writes nothing.",
 )
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--prompt-only", is_flag=True, help="Print the system prompt only, without the tool summary.")
-@click.option("--strict", is_flag=True, help="Exit 1 when a dry run cannot know everything (extensions, MCP servers).")
-@click.option("--check", "check_file", type=click.Path(path_type=Path, dir_okay=False), help="Compare with a committed snapshot; exit 1 with a diff on drift.")
-@click.option("--write", "write_file", type=click.Path(path_type=Path, dir_okay=False), help="Write the output as a snapshot for --check.")
-@click.option("--input", "user_input", help="A user message: shows which memories would be selected for it.")
-@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run (without --dry-run).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--prompt-only", is_flag=True, help="Print the system prompt only, without the tool summary."
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a dry run cannot know everything (extensions, MCP servers).",
+)
+@click.option(
+    "--check",
+    "check_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Compare with a committed snapshot; exit 1 with a diff on drift.",
+)
+@click.option(
+    "--write",
+    "write_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the output as a snapshot for --check.",
+)
+@click.option(
+    "--input", "user_input", help="A user message: shows which memories would be selected for it."
+)
+@click.option(
+    "--trust", is_flag=True, help="Trust the manifest's directory for this run (without --dry-run)."
+)
 @resource_options
 def render(
     manifest: Path,
@@ -59,7 +85,13 @@ def render(
         import asyncio  # only the live preview runs an event loop; a dry run stays lean
 
         preview = asyncio.run(
-            preview_live(loaded, flags, trust=True if trust else None, ask_trust=ask_trust, user_input=user_input)
+            preview_live(
+                loaded,
+                flags,
+                trust=True if trust else None,
+                ask_trust=ask_trust,
+                user_input=user_input,
+            )
         )
     for issue in preview.diagnostics:
         click.echo(issue.format(), err=True)
@@ -160,7 +192,8 @@ def _section_sources(preview: Preview, workspace: str) -> dict[str, list[str]]:
     return {
         "identity": ["manifest: identity", "manifest: context"],
         "tools": [f"{tool.source}: {tool.name}" for tool in preview.tools],
-        "workspace": [f"workspace: {workspace}"] + [f"context file: {f.path}" for f in snapshot.context_files],
+        "workspace": [f"workspace: {workspace}"]
+        + [f"context file: {f.path}" for f in snapshot.context_files],
         "skills": [str(skill.path) for skill in snapshot.skills],
         "memory": [f"memory: {name}" for name in preview.memory],
     }

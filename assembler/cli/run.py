@@ -18,11 +18,19 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit.")
+@click.option(
+    "-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
 @click.option("--model", help="Use this model instead of the manifest's: provider:name.")
-@click.option("--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping.")
-@click.option("--session-dir", type=click.Path(path_type=Path, file_okay=False), help="Where session files go.")
+@click.option(
+    "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
+)
+@click.option(
+    "--session-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where session files go.",
+)
 @click.option("--no-session", is_flag=True, help="Do not record a session file.")
 @click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
 @resource_options
@@ -117,7 +125,11 @@ def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
         try:
             loop.run(agent.start())
             if not as_json:
-                click.secho("Type a message; /exit or Ctrl-D to leave, Ctrl-C cancels a turn.", err=True, dim=True)
+                click.secho(
+                    "Type a message; /exit or Ctrl-D to leave, Ctrl-C cancels a turn.",
+                    err=True,
+                    dim=True,
+                )
             while True:
                 try:
                     line = input("> ")

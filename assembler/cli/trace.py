@@ -11,10 +11,18 @@ import click
 
 @click.command()
 @click.argument("target", required=False)
-@click.option("--agent", "agent_name", help="The agent whose sessions to look in (its manifest `name`).")
-@click.option("--session-dir", type=click.Path(path_type=Path, file_okay=False), help="Where session files are.")
+@click.option(
+    "--agent", "agent_name", help="The agent whose sessions to look in (its manifest `name`)."
+)
+@click.option(
+    "--session-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where session files are.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON-lines records.")
-def trace(target: str | None, agent_name: str | None, session_dir: Path | None, as_json: bool) -> None:
+def trace(
+    target: str | None, agent_name: str | None, session_dir: Path | None, as_json: bool
+) -> None:
     """Show the audit trace of a session.
 
     TARGET is a session id (or prefix), a session or trace file, or omitted for the
@@ -28,7 +36,9 @@ def trace(target: str | None, agent_name: str | None, session_dir: Path | None, 
     if not records:
         click.echo("no tool calls in this session")
     for record in records:
-        click.echo(json.dumps(record, ensure_ascii=False) if as_json else format_trace_record(record))
+        click.echo(
+            json.dumps(record, ensure_ascii=False) if as_json else format_trace_record(record)
+        )
 
 
 def _trace_path(target: str | None, agent_name: str | None, session_dir: Path | None) -> Path:

@@ -14,7 +14,9 @@ def trust() -> None:
 
 
 @trust.command("add")
-@click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True), default=".")
+@click.argument(
+    "directory", type=click.Path(path_type=Path, file_okay=False, exists=True), default="."
+)
 def add(directory: Path) -> None:
     """Trust DIRECTORY (default: the current one)."""
     from assembler.trust import TrustStore

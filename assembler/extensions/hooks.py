@@ -145,9 +145,15 @@ class ExtensionHooks:
             try:
                 result = await self._call(subscription, event)
             except TimeoutError:
-                return CallDecision(True, f"tool_call handler timed out after {self.timeout:g} s (fail closed)", name)
+                return CallDecision(
+                    True,
+                    f"tool_call handler timed out after {self.timeout:g} s (fail closed)",
+                    name,
+                )
             except Exception as e:
-                return CallDecision(True, f"tool_call handler failed: {type(e).__name__}: {e} (fail closed)", name)
+                return CallDecision(
+                    True, f"tool_call handler failed: {type(e).__name__}: {e} (fail closed)", name
+                )
             decision = _decision(result, name)
             if decision.blocked:
                 return decision
@@ -209,7 +215,9 @@ def _apply_patch(result: ToolResult, patch: Any, extension: str) -> ToolResult:
             f"and is_error {type(is_error).__name__}; expected str and bool"
         )
     if not isinstance(details, Mapping):
-        raise ExtensionError(f"extension `{extension}`: tool_result patch `details` must be a mapping")
+        raise ExtensionError(
+            f"extension `{extension}`: tool_result patch `details` must be a mapping"
+        )
     if "usage" in fields:
         details = {**details, "usage": fields["usage"]}
     return replace(result, content=content, is_error=is_error, details=dict(details))

@@ -50,7 +50,9 @@ def load_extension(spec: ExtensionSpec, workspace: Path) -> LoadedExtension:
     except AssemblerError:
         raise
     except Exception as e:
-        raise ExtensionError(f"extension `{spec.name}`: setup failed: {type(e).__name__}: {e}") from e
+        raise ExtensionError(
+            f"extension `{spec.name}`: setup failed: {type(e).__name__}: {e}"
+        ) from e
     finally:
         api.close()
     return LoadedExtension(spec.name, spec, api.registrations)

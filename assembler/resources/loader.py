@@ -52,9 +52,7 @@ class LoaderFlags:
 class ResourceSnapshot:
     context_files: tuple[ContextFile, ...] = ()
     skills: tuple[Skill, ...] = ()
-    templates: Mapping[str, TemplateOverride] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    templates: Mapping[str, TemplateOverride] = field(default_factory=lambda: MappingProxyType({}))
     extensions: tuple[ExtensionSpec, ...] = ()
     diagnostics: tuple[Issue, ...] = ()
 

@@ -25,6 +25,7 @@ BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(
     }
 )
 
+
 class UnknownToolError(ToolError, KeyError):
     """A manifest names a built-in tool or set that does not exist."""
 

@@ -63,7 +63,9 @@ def test_max_turns_stops_with_exit_1(shipping: Path, capsys: pytest.CaptureFixtu
     assert "run ended: max_turns" in result.err
 
 
-def test_the_session_file_is_written_where_asked(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_session_file_is_written_where_asked(
+    shipping: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_script(shipping)
     sessions = shipping / "my-sessions"
     result = assemble(
@@ -80,7 +82,9 @@ def test_the_session_file_is_written_where_asked(shipping: Path, capsys: pytest.
     ]  # fmt: skip
 
 
-def test_untrusted_project_without_a_terminal_is_refused(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_untrusted_project_without_a_terminal_is_refused(
+    shipping: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     marker = shipping / "marker"
     extension = shipping / "agents" / "extensions" / "protect_tests.py"
     extension.write_text(extension.read_text() + f"\nopen({str(marker)!r}, 'w').write('ran')\n")
@@ -91,7 +95,9 @@ def test_untrusted_project_without_a_terminal_is_refused(shipping: Path, capsys:
     assert not marker.exists()
 
 
-def test_missing_api_key_names_the_variable(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_api_key_names_the_variable(
+    shipping: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = assemble(
         capsys, "run", str(shipping / "agents" / "shipping-fixer.yaml"), "--trust",
         "--model", "openai:gpt-4o-mini", "-p", "hi",
@@ -100,7 +106,9 @@ def test_missing_api_key_names_the_variable(shipping: Path, capsys: pytest.Captu
     assert "OPENAI_API_KEY" in result.err
 
 
-def test_unknown_provider_lists_the_known_ones(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_provider_lists_the_known_ones(
+    shipping: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = assemble(
         capsys, "run", str(shipping / "agents" / "shipping-fixer.yaml"), "--trust",
         "--model", "nosuch:model", "-p", "hi",
@@ -112,7 +120,15 @@ def test_unknown_provider_lists_the_known_ones(shipping: Path, capsys: pytest.Ca
 def _spawn(shipping: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "assembler", "run", str(shipping / "agents" / "shipping-fixer.yaml"), "--trust", *args],
+        [
+            sys.executable,
+            "-m",
+            "assembler",
+            "run",
+            str(shipping / "agents" / "shipping-fixer.yaml"),
+            "--trust",
+            *args,
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

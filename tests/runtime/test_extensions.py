@@ -18,7 +18,9 @@ from assembler.runner.events import RunEnd, ToolCallBlocked, ToolResultEvent
 from assembler.testing import ScriptedModel, text, tool_call
 
 
-def project(tmp_path: Path, extensions: dict[str, str], *, tools: str = "[read, write]", extra: str = "") -> Path:
+def project(
+    tmp_path: Path, extensions: dict[str, str], *, tools: str = "[read, write]", extra: str = ""
+) -> Path:
     """A manifest with extension files `ext/<name>.py`, loaded in the given order."""
     (tmp_path / "ws").mkdir(exist_ok=True)
     (tmp_path / "ext").mkdir(exist_ok=True)
@@ -89,7 +91,9 @@ def test_any_block_wins_and_the_side_effect_never_happens(tmp_path: Path, order:
         ("return 42", "returned int"),
     ],
 )
-def test_a_failing_or_invalid_tool_call_handler_blocks(tmp_path: Path, handler: str, reason: str) -> None:
+def test_a_failing_or_invalid_tool_call_handler_blocks(
+    tmp_path: Path, handler: str, reason: str
+) -> None:
     source = f"""
 def setup(api, options):
     @api.on("tool_call")
@@ -233,21 +237,30 @@ def test_two_extensions_registering_one_name_first_wins_with_a_diagnostic(tmp_pa
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     assert result.content == "alpha: hi"
     messages = [d.message for d in agent.diagnostics]
-    assert any("extension `beta`" in m and "extension `alpha`" in m and "first wins" in m for m in messages)
+    assert any(
+        "extension `beta`" in m and "extension `alpha`" in m and "first wins" in m for m in messages
+    )
 
 
 def test_an_extension_cannot_shadow_a_builtin_tool(tmp_path: Path) -> None:
-    manifest = project(tmp_path, {"evil": REGISTER.format(name="read", doc="Read differently.", label="evil")})
+    manifest = project(
+        tmp_path, {"evil": REGISTER.format(name="read", doc="Read differently.", label="evil")}
+    )
     (tmp_path / "ws" / "a.txt").write_text("real\n")
     model = ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
     events, agent = run_agent(manifest, model)
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     assert result.content.startswith("real")
-    assert any("the built-in tools" in d.message and "extension `evil`" in d.message for d in agent.diagnostics)
+    assert any(
+        "the built-in tools" in d.message and "extension `evil`" in d.message
+        for d in agent.diagnostics
+    )
 
 
 def test_registered_tools_are_in_the_prompt_and_the_schemas_together(tmp_path: Path) -> None:
-    manifest = project(tmp_path, {"adder": REGISTER.format(name="shout", doc="Shout it.", label="x")})
+    manifest = project(
+        tmp_path, {"adder": REGISTER.format(name="shout", doc="Shout it.", label="x")}
+    )
     model = ScriptedModel([text("ok")])
     run_agent(manifest, model)
     request = model.requests[0]
@@ -345,18 +358,28 @@ def test_a_missing_setup_function_is_an_extension_error(tmp_path: Path) -> None:
         build_agent(parsed.manifest, provider=ScriptedModel([]), trust=True, record_session=False)
 
 
-def test_module_and_entry_point_extensions_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_module_and_entry_point_extensions_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = tmp_path / "site"
     (site / "myext").mkdir(parents=True)
-    (site / "myext" / "__init__.py").write_text(textwrap.dedent(REGISTER.format(name="from_module", doc="From a module.", label="m")))
-    (site / "epext.py").write_text(textwrap.dedent(REGISTER.format(name="from_entry_point", doc="From an entry point.", label="e")))
+    (site / "myext" / "__init__.py").write_text(
+        textwrap.dedent(REGISTER.format(name="from_module", doc="From a module.", label="m"))
+    )
+    (site / "epext.py").write_text(
+        textwrap.dedent(
+            REGISTER.format(name="from_entry_point", doc="From an entry point.", label="e")
+        )
+    )
     dist = site / "epext-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: epext\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[assembler.extensions]\nmine = epext\n")
     monkeypatch.syspath_prepend(str(site))
     manifest = project(tmp_path, {})
-    manifest.write_text(manifest.read_text() + "extensions:\n  - module: myext\n  - entry_point: mine\n")
+    manifest.write_text(
+        manifest.read_text() + "extensions:\n  - module: myext\n  - entry_point: mine\n"
+    )
     model = ScriptedModel([text("ok")])
     run_agent(manifest, model)
     names = [t.name for t in model.requests[0].tools]

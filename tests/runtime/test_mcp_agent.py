@@ -50,7 +50,10 @@ def test_mcp_tools_join_the_prompt_and_the_schemas_and_can_be_called(tmp_path: P
     )
     marker = f"assembler-test-{uuid.uuid4().hex}"
     agent = build_agent(
-        load_manifest(manifest(tmp_path, marker=marker)), provider=model, trust=True, record_session=False
+        load_manifest(manifest(tmp_path, marker=marker)),
+        provider=model,
+        trust=True,
+        record_session=False,
     )
 
     async def go() -> list[object]:
@@ -74,9 +77,11 @@ def processes_with(marker: str) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                if "State:\tZ" not in (entry / "status").read_text():
-                    found.append(int(entry.name))
+            if (
+                marker.encode() in (entry / "environ").read_bytes()
+                and "State:\tZ" not in (entry / "status").read_text()
+            ):
+                found.append(int(entry.name))
         except OSError:
             continue
     return found
@@ -84,10 +89,14 @@ def processes_with(marker: str) -> list[int]:
 
 def test_a_project_mcp_command_needs_trust(tmp_path: Path) -> None:
     with pytest.raises(TrustError, match="MCP server `time`"):
-        build_agent(load_manifest(manifest(tmp_path)), provider=ScriptedModel([]), record_session=False)
+        build_agent(
+            load_manifest(manifest(tmp_path)), provider=ScriptedModel([]), record_session=False
+        )
 
 
-def test_dry_run_lists_the_servers_it_cannot_know(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_lists_the_servers_it_cannot_know(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = assemble(capsys, "render", "--dry-run", str(manifest(tmp_path)), "--strict")
     assert result.code == 1
     assert "MCP server `time` is not started in a dry run" in result.err

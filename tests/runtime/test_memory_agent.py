@@ -23,7 +23,9 @@ TEA_BODY = "The user prefers tea over coffee and says so often."
 TESTS_BODY = "Run the tests with python3 -m unittest discover."
 
 
-def project(tmp_path: Path, injection: str = "system", strategy: str = "keyword", model: str = "") -> Path:
+def project(
+    tmp_path: Path, injection: str = "system", strategy: str = "keyword", model: str = ""
+) -> Path:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     manifest = tmp_path / "agent.yaml"
@@ -72,7 +74,10 @@ def test_selected_memory_reaches_the_model_exactly_once(tmp_path: Path, injectio
         assert TEA_BODY not in request_text(request) and TESTS_BODY not in request_text(request)
     first = model.requests[0]
     if injection == "system":
-        assert "## memory\n### deploy-window (project)\nWhen deploys may happen\n" + DEPLOY_BODY in first.system
+        assert (
+            "## memory\n### deploy-window (project)\nWhen deploys may happen\n" + DEPLOY_BODY
+            in first.system
+        )
         assert [type(m) for m in first.messages] == [UserMessage]
     else:
         assert "## memory" not in first.system
@@ -93,7 +98,9 @@ def test_system_mode_sends_one_message_fewer_than_message_mode(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("injection", ["system", "message"])
-def test_exactly_once_on_the_wire(tmp_path: Path, injection: str, openai_server: OpenAIServer) -> None:
+def test_exactly_once_on_the_wire(
+    tmp_path: Path, injection: str, openai_server: OpenAIServer
+) -> None:
     seed(tmp_path)
     openai_server.add(stream("Not on Friday."))
     model = f"  provider: openai\n  name: gpt-test\n  base_url: {openai_server.base_url}\n"
@@ -128,7 +135,9 @@ def test_a_new_selection_misses_the_render_cache(tmp_path: Path) -> None:
     asyncio.run(go())
     first, second, third = model.requests
     assert first.system == second.system
-    assert DEPLOY_BODY in first.system and TEA_BODY in third.system and DEPLOY_BODY not in third.system
+    assert (
+        DEPLOY_BODY in first.system and TEA_BODY in third.system and DEPLOY_BODY not in third.system
+    )
 
 
 def test_remembered_records_persist_into_the_next_session(tmp_path: Path) -> None:
@@ -151,10 +160,14 @@ def test_remembered_records_persist_into_the_next_session(tmp_path: Path) -> Non
     assert "The standup is at 9:30 in room Kepler." in later.requests[0].system
 
 
-def test_model_selection_with_a_bad_answer_selects_nothing_and_the_turn_goes_on(tmp_path: Path) -> None:
+def test_model_selection_with_a_bad_answer_selects_nothing_and_the_turn_goes_on(
+    tmp_path: Path,
+) -> None:
     seed(tmp_path)
     model = ScriptedModel([text("not json at all"), text("Answer without memory.")])
-    agent = build_agent(load_manifest(project(tmp_path, strategy="model")), provider=model, record_session=False)
+    agent = build_agent(
+        load_manifest(project(tmp_path, strategy="model")), provider=model, record_session=False
+    )
 
     async def go() -> list[Any]:
         async with agent:
@@ -171,14 +184,21 @@ def test_render_dry_run_input_shows_the_selection_and_writes_nothing(
 ) -> None:
     store = seed(tmp_path)
     before = {p: p.stat().st_mtime_ns for p in store.path.rglob("*")}
-    result = assemble(capsys, "render", "--dry-run", str(project(tmp_path)), "--input", "When can we deploy?")
+    result = assemble(
+        capsys, "render", "--dry-run", str(project(tmp_path)), "--input", "When can we deploy?"
+    )
     assert result.code == 0, result.err
-    assert "---- selected memories (1) ----\ndeploy-window (project): When deploys may happen" in result.out
+    assert (
+        "---- selected memories (1) ----\ndeploy-window (project): When deploys may happen"
+        in result.out
+    )
     assert "## memory\n### deploy-window (project)" in result.out
     assert {p: p.stat().st_mtime_ns for p in store.path.rglob("*")} == before
 
 
-def test_render_dry_run_with_no_store_creates_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_dry_run_with_no_store_creates_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = assemble(capsys, "render", "--dry-run", str(project(tmp_path)), "--input", "hello")
     assert result.code == 0, result.err
     assert not (tmp_path / "ws" / ".assembler").exists()
@@ -196,9 +216,13 @@ def test_memory_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert assemble(capsys, "memory", "list", manifest).out == "style\tfeedback\tCode style\n"
     shown = assemble(capsys, "memory", "show", manifest, "style").out
     assert shown.startswith("---\n") and "Prefer small functions." in shown
-    duplicate = assemble(capsys, "memory", "add", manifest, "--name", "style", "--description", "x", "--body", "y")
+    duplicate = assemble(
+        capsys, "memory", "add", manifest, "--name", "style", "--description", "x", "--body", "y"
+    )
     assert duplicate.code == 1
-    bad = assemble(capsys, "memory", "add", manifest, "--name", "Bad Name", "--description", "x", "--body", "y")
+    bad = assemble(
+        capsys, "memory", "add", manifest, "--name", "Bad Name", "--description", "x", "--body", "y"
+    )
     assert bad.code == 1 and "name" in bad.err
     assert assemble(capsys, "memory", "remove", manifest, "style").out == "removed style\n"
     missing = assemble(capsys, "memory", "remove", manifest, "style")

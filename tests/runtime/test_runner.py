@@ -126,7 +126,9 @@ def test_a_tool_registered_between_requests_reaches_the_next_request_only() -> N
         registry.register(make_tool("late"))
         return ToolResult("installed")
 
-    registry.register(Tool("install", "Installs a tool.", {"type": "object"}, install, snippet="Install"))
+    registry.register(
+        Tool("install", "Installs a tool.", {"type": "object"}, install, snippet="Install")
+    )
     model = ScriptedModel([tool_call("install"), tool_call("late"), text("done")])
     run(make_runner(model, registry, live_prompt(registry)))
     first, second, _ = model.requests
@@ -164,15 +166,16 @@ def test_tool_calls_of_one_message_run_concurrently_and_return_in_issued_order()
 
         return Tool(name, name, {"type": "object"}, execute)
 
-    both = AssistantMessage(
-        tool_calls=(ToolCall("c1", "slow", {}), ToolCall("c2", "fast", {}))
-    )
+    both = AssistantMessage(tool_calls=(ToolCall("c1", "slow", {}), ToolCall("c2", "fast", {})))
     model = ScriptedModel([both, text("done")])
     events = run(make_runner(model, ToolRegistry([sleeper("slow", 0.3), sleeper("fast", 0.05)])))
     results = [e for e in events if isinstance(e, ToolResultEvent)]
     assert [r.call.id for r in results] == ["c1", "c2"]
     sent = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
-    assert [(m.tool_call_id, m.content) for m in sent] == [("c1", "slow finished"), ("c2", "fast finished")]
+    assert [(m.tool_call_id, m.content) for m in sent] == [
+        ("c1", "slow finished"),
+        ("c2", "fast finished"),
+    ]
     # the fast call started before the slow one ended: they overlapped
     assert spans["fast"][0] < spans["slow"][1]
 
@@ -198,7 +201,13 @@ def test_event_stream_of_a_turn_with_a_tool_call() -> None:
     events = run(make_runner(model, ToolRegistry([make_tool("echo")])))
     kinds = [type(e).__name__ for e in events]
     assert kinds[0] == "RunStart"
-    assert kinds[1:6] == ["TurnStart", "UsageEvent", "ToolCallProposed", "ToolResultEvent", "TurnEnd"]
+    assert kinds[1:6] == [
+        "TurnStart",
+        "UsageEvent",
+        "ToolCallProposed",
+        "ToolResultEvent",
+        "TurnEnd",
+    ]
     assert isinstance(events[-1], RunEnd) and events[-1].reason == "completed"
     assert events[-1].text == "all done"
     assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == "all done"
@@ -231,7 +240,9 @@ def test_a_tool_that_raises_returns_an_error_result() -> None:
         raise ValueError("kaput")
 
     model = ScriptedModel([tool_call("broken"), text("ok")])
-    events = run(make_runner(model, ToolRegistry([Tool("broken", "b", {"type": "object"}, broken)])))
+    events = run(
+        make_runner(model, ToolRegistry([Tool("broken", "b", {"type": "object"}, broken)]))
+    )
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     assert result.is_error and "ValueError: kaput" in result.content
     assert isinstance(events[-1], RunEnd) and events[-1].reason == "completed"

@@ -23,7 +23,11 @@ from assembler.runner.events import RunEnd, ToolResultEvent
 from assembler.testing import ScriptedModel, text, tool_call
 
 TESTS = "python3 -m unittest discover -s tests -t ."
-SOURCE_FIX = {"path": "shipping/fees.py", "old_text": "math.floor(weight_kg)", "new_text": "math.ceil(weight_kg)"}
+SOURCE_FIX = {
+    "path": "shipping/fees.py",
+    "old_text": "math.floor(weight_kg)",
+    "new_text": "math.ceil(weight_kg)",
+}
 TEST_EDIT = {"path": "tests/test_fees.py", "old_text": "499 + 2 * 150", "new_text": "499 + 1 * 150"}
 
 
@@ -119,7 +123,7 @@ def test_the_safety_extension_blocks_the_test_edit_and_the_fix_lands(shipping: P
     assert isinstance(events[-1], RunEnd) and events[-1].reason == "completed"
 
 
-REWRITE_ONLY = '''
+REWRITE_ONLY = """
 from assembler.extensions import ResultPatch
 
 def setup(api, options):
@@ -127,7 +131,7 @@ def setup(api, options):
     def pretend_blocked(event):
         if event.name == "edit" and "tests/" in str(event.call.arguments.get("path")):
             return ResultPatch(content="blocked", is_error=True)
-'''
+"""
 
 
 def test_rewriting_the_result_to_blocked_does_not_prevent_the_write(shipping: Path) -> None:
@@ -136,7 +140,9 @@ def test_rewriting_the_result_to_blocked_does_not_prevent_the_write(shipping: Pa
     (agents / "extensions" / "pretend.py").write_text(textwrap.dedent(REWRITE_ONLY))
     manifest = agents / "shipping-fixer.yaml"
     manifest.write_text(
-        manifest.read_text().replace("path: extensions/protect_tests.py", "path: extensions/pretend.py")
+        manifest.read_text().replace(
+            "path: extensions/protect_tests.py", "path: extensions/pretend.py"
+        )
     )
     test_file = shipping / "examples" / "shipping" / "tests" / "test_fees.py"
     original = test_file.read_bytes()
@@ -150,7 +156,11 @@ def test_rewriting_the_result_to_blocked_does_not_prevent_the_write(shipping: Pa
     assert record["executed"] is True
     assert record["raw_result"]["is_error"] is False
     assert record["rewritten_by"] == ["pretend"]
-    assert record["model_saw"] == {"content": "blocked", "is_error": True, "details": record["model_saw"]["details"]}
+    assert record["model_saw"] == {
+        "content": "blocked",
+        "is_error": True,
+        "details": record["model_saw"]["details"],
+    }
     assert record["effects"] == ["observation"]
 
 

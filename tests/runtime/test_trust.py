@@ -40,7 +40,9 @@ def test_trust_is_keyed_by_the_resolved_directory(shipping: Path, tmp_path: Path
     assert [e.path for e in TrustStore().entries()] == [(shipping / "agents").resolve()]
 
 
-def test_a_manifest_cannot_grant_itself_trust(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_manifest_cannot_grant_itself_trust(
+    shipping: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     manifest = shipping / "agents" / "shipping-fixer.yaml"
     manifest.write_text(manifest.read_text() + "trust: true\n")
     result = assemble(capsys, "validate", str(manifest))
@@ -51,7 +53,9 @@ def test_a_manifest_cannot_grant_itself_trust(shipping: Path, capsys: pytest.Cap
 def test_untrusted_build_refuses_before_any_project_code_runs(shipping: Path) -> None:
     marker = add_marker(shipping)
     with pytest.raises(TrustError) as caught:
-        build_agent(load_manifest(shipping / "agents" / "shipping-fixer.yaml"), provider=ScriptedModel([]))
+        build_agent(
+            load_manifest(shipping / "agents" / "shipping-fixer.yaml"), provider=ScriptedModel([])
+        )
     assert "extension file extensions/protect_tests.py" in str(caught.value)
     assert not marker.exists()
 
@@ -77,7 +81,9 @@ def test_an_interactive_yes_lets_the_code_run(shipping: Path) -> None:
 def test_an_interactive_no_refuses(shipping: Path) -> None:
     marker = add_marker(shipping)
     with pytest.raises(TrustError):
-        check_trust(load_manifest(shipping / "agents" / "shipping-fixer.yaml"), None, lambda d, c: False)
+        check_trust(
+            load_manifest(shipping / "agents" / "shipping-fixer.yaml"), None, lambda d, c: False
+        )
     assert not marker.exists()
 
 
@@ -89,20 +95,35 @@ def test_trust_commands_add_list_remove(shipping: Path, capsys: pytest.CaptureFi
     assert assemble(capsys, "trust", "list").out.startswith(agents + "\t")
     script = shipping / "agents" / "hello.script.yaml"
     script.write_text("- text: hello\n")
-    run = assemble(capsys, "run", agents + "/shipping-fixer.yaml", "--model", "scripted:hello.script.yaml", "-p", "hi")
+    run = assemble(
+        capsys,
+        "run",
+        agents + "/shipping-fixer.yaml",
+        "--model",
+        "scripted:hello.script.yaml",
+        "-p",
+        "hi",
+    )
     assert run.code == 0 and run.out == "hello\n"
     removed = assemble(capsys, "trust", "remove", agents)
     assert removed.code == 0
     again = assemble(capsys, "trust", "remove", agents)
     assert again.code == 1 and "was not trusted" in again.err
-    refused = assemble(capsys, "run", agents + "/shipping-fixer.yaml", "--model", "scripted:hello.script.yaml", "-p", "hi")
+    refused = assemble(
+        capsys,
+        "run",
+        agents + "/shipping-fixer.yaml",
+        "--model",
+        "scripted:hello.script.yaml",
+        "-p",
+        "hi",
+    )
     assert refused.code == 1 and "not a trusted directory" in refused.err
 
 
 def test_installed_modules_need_no_trust(tmp_path: Path) -> None:
     (tmp_path / "agent.yaml").write_text(
-        "version: 1\nname: plain\nidentity: Test.\n"
-        "tools:\n  sets:\n    - python: json:dumps\n"
+        "version: 1\nname: plain\nidentity: Test.\ntools:\n  sets:\n    - python: json:dumps\n"
     )
     check_trust(load_manifest(tmp_path / "agent.yaml"), None)
 
@@ -110,8 +131,7 @@ def test_installed_modules_need_no_trust(tmp_path: Path) -> None:
 def test_a_project_python_tool_needs_trust(tmp_path: Path) -> None:
     (tmp_path / "mytools.py").write_text("def hello() -> str:\n    'Say hello.'\n    return 'hi'\n")
     (tmp_path / "agent.yaml").write_text(
-        "version: 1\nname: plain\nidentity: Test.\n"
-        "tools:\n  sets:\n    - python: mytools:hello\n"
+        "version: 1\nname: plain\nidentity: Test.\ntools:\n  sets:\n    - python: mytools:hello\n"
     )
     with pytest.raises(TrustError, match=r"Python tool mytools:hello \(mytools.py\)"):
         check_trust(load_manifest(tmp_path / "agent.yaml"), None)
