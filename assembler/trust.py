@@ -10,13 +10,12 @@ Trusting a directory trusts everything beneath it.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from assembler.errors import TrustError
+from assembler.files import atomic_write
 from assembler.sessions.paths import default_config_dir
 
 TRUST_FILE = "trust.json"
@@ -71,16 +70,9 @@ class TrustStore:
         return True
 
     def _write(self, entries: list[TrustedDirectory]) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"trusted": [{"path": str(e.path), "added": e.added} for e in entries]}
-        fd, temp = tempfile.mkstemp(dir=self.file.parent, prefix=".trust-", suffix=".json")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(payload, handle, indent=2)
-                handle.write("\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.file)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.file, (json.dumps(payload, indent=2) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise TrustError(f"cannot write the trust store {self.file}: {e}") from e

@@ -12,34 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from assembler.memory.session import MemorySession
-from assembler.messages import AssistantMessage, Message, ToolCall
-from assembler.runner.hooks import ALLOW, CallDecision, ResultOutcome
-from assembler.tools.base import ToolResult
+from assembler.messages import Message
+from assembler.runner.hooks import NoHooks
 
 
-class MemoryHooks:
+class MemoryHooks(NoHooks):
     def __init__(self, session: MemorySession) -> None:
         self.session = session
 
     async def on_run_start(self, prompt: str) -> None:
         await self.session.select(prompt)
 
-    async def on_run_end(self, reason: str) -> None:
-        return None
-
-    async def on_turn_start(self, turn: int) -> None:
-        return None
-
-    async def on_turn_end(self, turn: int, message: AssistantMessage) -> None:
-        return None
-
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
-        return (
-            self.session.before_model(messages) if self.session.emit_context_messages else messages
-        )
-
-    async def before_tool_call(self, call: ToolCall) -> CallDecision:
-        return ALLOW
-
-    async def after_tool_result(self, call: ToolCall, result: ToolResult) -> ResultOutcome:
-        return ResultOutcome(result)
+        if not self.session.emit_context_messages:
+            return messages
+        return self.session.before_model(messages)

@@ -40,6 +40,23 @@ def resource_options(function: F) -> F:
     return function
 
 
+def agent_options(function: F) -> F:
+    """The options of every command that builds a runnable agent (`run`, `rpc`)."""
+    options = [
+        click.option("--model", help="Use this model instead of the manifest's: provider:name."),
+        click.option(
+            "--session-dir",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Where session files go.",
+        ),
+        click.option("--no-session", is_flag=True, help="Do not record a session file."),
+        click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return resource_options(function)
+
+
 def loader_flags(params: dict[str, Any]) -> LoaderFlags:
     return LoaderFlags(
         no_skills=bool(params.get("no_skills")),

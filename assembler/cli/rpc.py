@@ -8,20 +8,12 @@ from typing import Any
 
 import click
 
-from assembler.cli.common import load, loader_flags, resource_options
+from assembler.cli.common import agent_options, load, loader_flags
 
 
 @click.command()
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--model", help="Use this model instead of the manifest's: provider:name.")
-@click.option(
-    "--session-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where session files go.",
-)
-@click.option("--no-session", is_flag=True, help="Do not record a session file.")
-@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
-@resource_options
+@agent_options
 def rpc(
     manifest: Path,
     model: str | None,

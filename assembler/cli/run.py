@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import ask_trust, load, loader_flags, resource_options
+from assembler.cli.common import agent_options, ask_trust, load, loader_flags
 
 if TYPE_CHECKING:
     from assembler.agent import Agent
@@ -22,18 +22,10 @@ if TYPE_CHECKING:
     "-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
-@click.option("--model", help="Use this model instead of the manifest's: provider:name.")
 @click.option(
     "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
 )
-@click.option(
-    "--session-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where session files go.",
-)
-@click.option("--no-session", is_flag=True, help="Do not record a session file.")
-@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
-@resource_options
+@agent_options
 def run(
     manifest: Path,
     prompt: str | None,

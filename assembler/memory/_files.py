@@ -12,50 +12,20 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 from assembler.errors import MemoryStoreError
+from assembler.files import atomic_write as write_file
 
 TEMP_PREFIX: Final = ".tmp-"
 
 
-def fsync_directory(directory: Path) -> None:
-    """Make renames and unlinks in `directory` durable (a no-op where unsupported)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
-    """Replace `path` with `data` so that no reader ever sees a partial file.
-
-    The file is created with mode 0666 minus the umask, like any file the user makes,
-    so records stay readable by the tools a person reviews them with.
-    """
-    temp = path.with_name(f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-    if sync_directory:
-        fsync_directory(path.parent)
+    """`assembler.files.atomic_write` with the store's temp-file prefix, which the
+    store's cleanup recognises."""
+    write_file(path, data, sync_directory=sync_directory, temp_prefix=TEMP_PREFIX)
 
 
 @contextlib.contextmanager

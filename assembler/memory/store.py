@@ -45,7 +45,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from assembler.errors import MemoryStoreError
-from assembler.memory._files import TEMP_PREFIX, atomic_write, exclusive_lock, fsync_directory
+from assembler.files import fsync_directory
+from assembler.memory._files import TEMP_PREFIX, atomic_write, exclusive_lock
 from assembler.memory.index import (
     INDEX_FILE,
     IndexEntry,

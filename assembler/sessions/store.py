@@ -59,7 +59,6 @@ import json
 import os
 import secrets
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -67,6 +66,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from assembler.errors import SessionError
+from assembler.files import atomic_write
 from assembler.messages import Message, Usage
 from assembler.sessions.codec import message_from_dict, message_to_dict, usage_to_dict
 
@@ -474,44 +474,12 @@ def _write_atomic(
         [_encode(header, what="the session header")]
         + [_encode(entry.to_record(), what=f"entry {entry.id}") for entry in entries]
     )
-    directory = path.parent
+    if not replace and path.exists():
+        raise SessionError(f"the session file {path} already exists")
     try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        atomic_write(path, data, temp_prefix=".")
     except OSError as exc:
-        raise SessionError(f"cannot write in {directory}: {exc}") from exc
-    tmp = Path(tmp_name)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if not replace and path.exists():
-            raise SessionError(f"the session file {path} already exists")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise SessionError(f"cannot write the session file {path}: {exc}") from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename durable; not every platform can open a directory, hence best effort."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _parse_header(line: bytes, path: Path) -> dict[str, Any]:
