@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assembler.assembly.prompt import make_prompt_provider
 from assembler.assembly.tools import manifest_tools
 from assembler.errors import Issue, ProviderError
 from assembler.manifest.model import Manifest, MCPToolSet
-from assembler.messages import ModelRequest, StreamEvent
 from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.tools.base import Tool
+
+if TYPE_CHECKING:
+    from assembler.messages import ModelRequest, StreamEvent
 
 TrustPrompt = Callable[[Path, list[str]], bool]
 

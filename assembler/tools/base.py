@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assembler.messages import ToolSchema
+if TYPE_CHECKING:
+    from assembler.messages import ToolSchema
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_MAX_OUTPUT_LINES = 2000
@@ -65,4 +66,6 @@ class Tool:
     source: str = "builtin"
 
     def schema(self) -> ToolSchema:
+        from assembler.messages import ToolSchema
+
         return ToolSchema(self.name, self.description, self.parameters)

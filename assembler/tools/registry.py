@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from assembler.errors import ToolError
-from assembler.messages import ToolSchema
 from assembler.tools.base import Tool
+
+if TYPE_CHECKING:
+    from assembler.messages import ToolSchema
 
 
 @dataclass(frozen=True)
