@@ -29,8 +29,8 @@ def blocks(language: str) -> list[str]:
 def assemble_commands() -> list[str]:
     commands = []
     for block in blocks("sh"):
-        for line in block.splitlines():
-            line = line.split(" #", 1)[0].strip()
+        for raw in block.splitlines():
+            line = raw.split(" #", 1)[0].strip()
             if "assemble " not in line:
                 continue
             commands.append("assemble " + line.split("assemble ", 1)[1])
@@ -70,7 +70,13 @@ def test_every_assemble_command_runs(shipping: Path) -> None:
             for name in ("agents", "examples"):
                 subprocess.run(["cp", "-r", str(shipping / name), str(demo)], check=True)
         done = subprocess.run(
-            [*executable, *argv], cwd=shipping, env=env, capture_output=True, text=True, timeout=120
+            [*executable, *argv],
+            cwd=shipping,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert "Traceback" not in done.stderr, (command, done.stderr)
         if any(marker in command for marker in NEEDS_A_KEY):
