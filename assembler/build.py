@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from assembler.agent import Agent
 from assembler.assembly.lifecycle import Assembly
-from assembler.assembly.project_code import project_code, trust_root
+from assembler.assembly.project_code import project_code
 from assembler.errors import ProviderError, TrustError
 from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
@@ -121,25 +121,27 @@ def check_trust(
 
     `trust=True` is the caller's explicit decision (`--trust`, or an SDK user who
     knows the code); otherwise the user's trust store decides, then `ask` (an
-    interactive question), and without either the answer is no.
+    interactive question per directory), and without either the answer is no.
     """
     code = project_code(manifest, include_extensions=not (flags and flags.no_extensions))
     if not code or trust is True:
         return
     from assembler.trust import TrustStore
 
-    root = trust_root(manifest)
-    if TrustStore().is_trusted(root):
-        return
-    if trust is None and ask is not None and ask(root, code):
-        return
-    listing = "\n".join(f"  - {item}" for item in code)
-    raise TrustError(
-        f"{root} is not a trusted directory, and building this agent would run its code:\n"
-        f"{listing}\n"
-        f"Read that code, then trust the directory with `assemble trust add {root}` "
-        "or pass --trust for this run."
-    )
+    store = TrustStore()
+    for root in dict.fromkeys(item.root for item in code):
+        if store.is_trusted(root):
+            continue
+        listing = [item.description for item in code if item.root == root]
+        if trust is None and ask is not None and ask(root, listing):
+            continue
+        lines = "\n".join(f"  - {item}" for item in listing)
+        raise TrustError(
+            f"{root} is not a trusted directory, and building this agent would run its code:\n"
+            f"{lines}\n"
+            f"Read that code, then trust the directory with `assemble trust add {root}` "
+            "or pass --trust for this run."
+        )
 
 
 def build_agent(
@@ -199,7 +201,7 @@ def build_agent(
             timeout=limits.tool_timeout,
             max_output_lines=limits.max_output_lines,
             max_output_bytes=limits.max_output_bytes,
-            env=scrub_environment(environment),
+            env=scrub_environment(environment, also=_key_variables(manifest, choice)),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
@@ -217,6 +219,14 @@ def build_agent(
         assembly=assembly,
         session=session,
     )
+
+
+def _key_variables(manifest: Manifest, choice: ModelChoice | None) -> list[str]:
+    """Variables holding the agent's own API keys, whatever they are called."""
+    names = [manifest.model.api_key_env] if manifest.model and manifest.model.api_key_env else []
+    if choice is not None and choice.api_key_env:
+        names.append(choice.api_key_env)
+    return names
 
 
 def _open_memory(

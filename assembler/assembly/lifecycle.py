@@ -42,7 +42,11 @@ class Assembly:
     def load_extensions(self, snapshot: ResourceSnapshot) -> None:
         from assembler.providers.registry import register_provider
 
-        self.extensions = load_extensions(snapshot.extensions, self.workspace)
+        from assembler.assembly.project_code import code_roots
+
+        self.extensions = load_extensions(
+            snapshot.extensions, self.workspace, code_roots(self.manifest)
+        )
         for extension in self.extensions:
             for name, factory in extension.registrations.providers:
                 register_provider(name, factory)

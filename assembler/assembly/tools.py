@@ -76,7 +76,9 @@ def builtin_tools(spec: BuiltinToolSet) -> list[Tool]:
 
 def python_roots(manifest: Manifest) -> list[Path]:
     """Where `pkg.mod:func` is looked up first: the manifest's folder, the workspace."""
-    return [manifest.directory, manifest.workspace]
+    from assembler.assembly.project_code import code_roots
+
+    return code_roots(manifest)
 
 
 def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:

@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +22,7 @@ from typing import Any
 from assembler.errors import AssemblerError, ExtensionError
 from assembler.extensions.api import ExtensionAPI, Registrations
 from assembler.manifest.model import ExtensionSpec
+from assembler.project_modules import import_from_roots
 
 ENTRY_POINT_GROUP = "assembler.extensions"
 
@@ -33,13 +34,18 @@ class LoadedExtension:
     registrations: Registrations
 
 
-def load_extensions(specs: Iterable[ExtensionSpec], workspace: Path) -> list[LoadedExtension]:
-    """Load each extension and run its setup, in order."""
-    return [load_extension(spec, workspace) for spec in specs]
+def load_extensions(
+    specs: Iterable[ExtensionSpec], workspace: Path, roots: Sequence[Path] = ()
+) -> list[LoadedExtension]:
+    """Load each extension and run its setup, in order. `module:` extensions are
+    looked up in `roots` (the project directories) before installed packages."""
+    return [load_extension(spec, workspace, roots) for spec in specs]
 
 
-def load_extension(spec: ExtensionSpec, workspace: Path) -> LoadedExtension:
-    setup = _find_setup(spec)
+def load_extension(
+    spec: ExtensionSpec, workspace: Path, roots: Sequence[Path] = ()
+) -> LoadedExtension:
+    setup = _find_setup(spec, roots)
     api = ExtensionAPI(spec.name, workspace, spec.options)
     try:
         result = setup(api, dict(spec.options))
@@ -58,21 +64,21 @@ def load_extension(spec: ExtensionSpec, workspace: Path) -> LoadedExtension:
     return LoadedExtension(spec.name, spec, api.registrations)
 
 
-def _find_setup(spec: ExtensionSpec) -> Callable[..., Any]:
-    module = _import(spec)
+def _find_setup(spec: ExtensionSpec, roots: Sequence[Path]) -> Callable[..., Any]:
+    module = _import(spec, roots)
     setup = getattr(module, "setup", None)
     if not callable(setup):
         raise ExtensionError(f"extension `{spec.name}` has no `setup(api, options)` function")
     return setup  # type: ignore[no-any-return]
 
 
-def _import(spec: ExtensionSpec) -> ModuleType | Any:
+def _import(spec: ExtensionSpec, roots: Sequence[Path]) -> ModuleType | Any:
     try:
         if spec.kind == "path":
             assert spec.path is not None
             return _import_file(spec.path)
         if spec.kind == "module":
-            return importlib.import_module(spec.target)
+            return import_from_roots(spec.target, roots)
         return _entry_point(spec.target)
     except ExtensionError:
         raise

@@ -10,22 +10,29 @@ Tools that need a credential should get it from the manifest explicitly (`ToolCo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 #: Credentials the assembler itself reads; always removed.
 PROVIDER_CREDENTIALS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 
-# `GITHUB_TOKEN`, `FOO_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`, `PGPASSWORD`, ...
+# `GITHUB_TOKEN`, `FOO_API_KEY`, `GROQ_KEY`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`,
+# `PGPASSWORD`, `GOOGLE_APPLICATION_CREDENTIALS`, `NPM_AUTH`, `HF_AUTH_TOKEN`, ...
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API_KEY|TOKEN|SECRET|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY)$|PASSWORD|PASSWD|SECRET",
+    r"(?:^|_)(?:KEY|APIKEY|TOKEN|AUTH|SECRET|PAT)$|PASSWORD|PASSWD|SECRET|CREDENTIAL|_AUTH_|API_KEY",
 )
 # The assembler's own variables are configuration unless they look like credentials.
 _ASSEMBLER_SECRET = re.compile(r"^ASSEMBLER_.*(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH)")
 
 
+# Named like secrets but holding none: a socket path the user's git over SSH needs.
+_NOT_SECRETS = frozenset({"SSH_AUTH_SOCK"})
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a credential."""
     upper = name.upper()
+    if upper in _NOT_SECRETS:
+        return False
     return (
         upper in PROVIDER_CREDENTIALS
         or _SECRET_NAME.search(upper) is not None
@@ -33,6 +40,14 @@ def is_secret_name(name: str) -> bool:
     )
 
 
-def scrub_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of `env` without provider credentials or variables named like secrets."""
-    return {name: value for name, value in env.items() if not is_secret_name(name)}
+def scrub_environment(
+    env: Mapping[str, str], also: Iterable[str] = ()
+) -> dict[str, str]:
+    """A copy of `env` without provider credentials, variables named like secrets, and
+    the variables named in `also` (the manifest's `api_key_env`, whatever its name)."""
+    extra = {name.upper() for name in also}
+    return {
+        name: value
+        for name, value in env.items()
+        if not is_secret_name(name) and name.upper() not in extra
+    }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -155,29 +154,32 @@ def test_a_removed_tool_disappears_from_prompt_and_schemas_of_the_next_request()
 
 
 def test_tool_calls_of_one_message_run_concurrently_and_return_in_issued_order() -> None:
-    spans: dict[str, tuple[float, float]] = {}
+    # `first` can only finish once `second` has started: run one after the other, the
+    # first would wait forever (here: 10 s, then fail), so finishing proves they overlap.
+    second_started = asyncio.Event()
 
-    def sleeper(name: str, seconds: float) -> Tool:
-        async def execute(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-            start = time.monotonic()
-            await asyncio.sleep(seconds)
-            spans[name] = (start, time.monotonic())
-            return ToolResult(f"{name} finished")
+    async def first(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        await asyncio.wait_for(second_started.wait(), 10)
+        return ToolResult("first finished")
 
-        return Tool(name, name, {"type": "object"}, execute)
+    async def second(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        second_started.set()
+        return ToolResult("second finished")
 
-    both = AssistantMessage(tool_calls=(ToolCall("c1", "slow", {}), ToolCall("c2", "fast", {})))
+    tools = [Tool(name, name, {"type": "object"}, fn) for name, fn in (("first", first), ("second", second))]
+    both = AssistantMessage(tool_calls=(ToolCall("c1", "first", {}), ToolCall("c2", "second", {})))
     model = ScriptedModel([both, text("done")])
-    events = run(make_runner(model, ToolRegistry([sleeper("slow", 0.3), sleeper("fast", 0.05)])))
+    events = run(make_runner(model, ToolRegistry(tools)))
     results = [e for e in events if isinstance(e, ToolResultEvent)]
-    assert [r.call.id for r in results] == ["c1", "c2"]
+    assert [(r.call.id, r.result.content) for r in results] == [
+        ("c1", "first finished"),
+        ("c2", "second finished"),
+    ]
     sent = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert [(m.tool_call_id, m.content) for m in sent] == [
-        ("c1", "slow finished"),
-        ("c2", "fast finished"),
+        ("c1", "first finished"),
+        ("c2", "second finished"),
     ]
-    # the fast call started before the slow one ended: they overlapped
-    assert spans["fast"][0] < spans["slow"][1]
 
 
 def test_max_turns_ends_the_run_with_a_clear_event() -> None:

@@ -135,3 +135,67 @@ def test_a_project_python_tool_needs_trust(tmp_path: Path) -> None:
     )
     with pytest.raises(TrustError, match=r"Python tool mytools:hello \(mytools.py\)"):
         check_trust(load_manifest(tmp_path / "agent.yaml"), None)
+
+
+def test_a_project_extension_module_needs_trust_and_loads_from_the_project(tmp_path: Path) -> None:
+    (tmp_path / "project_ext").mkdir()
+    (tmp_path / "project_ext" / "__init__.py").write_text("")
+    (tmp_path / "project_ext" / "guard.py").write_text(
+        "def setup(api, options):\n"
+        "    def hello() -> str:\n        'Say hello.'\n        return 'hi'\n"
+        "    api.register_tool(hello)\n"
+    )
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: plain\nidentity: Test.\nextensions:\n  - module: project_ext.guard\n"
+    )
+    manifest = load_manifest(tmp_path / "agent.yaml")
+    with pytest.raises(TrustError, match=r"extension module project_ext.guard \(project_ext/guard.py\)"):
+        check_trust(manifest, None)
+    model = ScriptedModel([text("ok")])
+    agent = build_agent(manifest, provider=model, trust=True, record_session=False)
+    assert "hello" in agent.registry.names()
+
+
+def test_code_in_the_workspace_needs_the_workspace_trusted(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "wstools.py").write_text("def hello() -> str:\n    'Say hello.'\n    return 'hi'\n")
+    (tmp_path / "agents" / "agent.yaml").write_text(
+        "version: 1\nname: plain\nidentity: Test.\nworkspace: ../work\n"
+        "tools:\n  sets:\n    - python: wstools:hello\n"
+    )
+    manifest = load_manifest(tmp_path / "agents" / "agent.yaml")
+    TrustStore().add(tmp_path / "agents")
+    with pytest.raises(TrustError) as caught:
+        check_trust(manifest, None)
+    assert str((tmp_path / "work").resolve()) in str(caught.value)
+    TrustStore().add(tmp_path / "work")
+    check_trust(manifest, None)
+
+
+def test_bash_does_not_see_the_manifests_key_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_GATEWAY_CREDS_VAR", "sk-do-not-leak")
+    monkeypatch.setenv("ORDINARY_SETTING", "visible")
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: plain\nidentity: Test.\n"
+        "model: {provider: openai, name: m, base_url: 'http://127.0.0.1:9/v1', "
+        "api_key_env: MY_GATEWAY_CREDS_VAR}\n"
+    )
+    from assembler.runner.events import ToolResultEvent
+    from assembler.testing import tool_call
+
+    model = ScriptedModel([tool_call("bash", command="env"), text("ok")])
+    agent = build_agent(
+        load_manifest(tmp_path / "agent.yaml"), provider=model, record_session=False
+    )
+    import asyncio
+
+    async def go() -> list[object]:
+        async with agent:
+            return [e async for e in agent.stream("env?")]
+
+    result = next(e for e in asyncio.run(go()) if isinstance(e, ToolResultEvent))
+    assert "ORDINARY_SETTING=visible" in result.content
+    assert "sk-do-not-leak" not in result.content

@@ -92,10 +92,12 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 def test_per_call_timeout_is_capped_by_the_context(tmp_path: Path) -> None:
     seconds = marker_seconds()
     ctx = ToolContext(workspace=tmp_path, timeout=0.5)
-    started = time.monotonic()
     result = run(tmp_path, ctx, command=f"sleep {seconds}", timeout=60)
-    assert time.monotonic() - started < 3
-    assert result.is_error and "timed out after 0.5 s" in result.content
+    assert result.is_error
+    assert "timed out after 0.5 s" in result.content
+    assert result.details["timeout"] == 0.5
+    assert result.details["timed_out"] is True
+    assert result.details["exit_code"] is None
     assert live_processes_with(seconds) == []
 
 
@@ -106,10 +108,10 @@ def test_output_before_a_timeout_is_kept(tmp_path: Path) -> None:
 
 def test_background_job_holding_the_output_is_stopped(tmp_path: Path) -> None:
     seconds = marker_seconds()
-    started = time.monotonic()
     result = run(tmp_path, command=f"sleep {seconds} & echo started")
-    assert time.monotonic() - started < 3
     assert not result.is_error
+    assert result.details["exit_code"] == 0
+    assert result.details["timed_out"] is False
     assert result.content.startswith("started\n")
     assert "background processes" in result.content
     assert live_processes_with(seconds) == []
