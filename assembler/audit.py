@@ -60,6 +60,7 @@ def trace_record(record: ToolCallRecord, tool_source: str = "") -> dict[str, Any
         "model_saw": _result(record.final),
         "effects": effects,
         "duration_ms": round(record.duration_ms, 3),
+        **({"notes": list(record.notes)} if record.notes else {}),
     }
 
 
@@ -82,14 +83,14 @@ class TraceWriter:
 
 
 def read_trace(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a trace file; torn or corrupt lines are skipped."""
+    """Records of a trace file; torn, corrupt or foreign lines are skipped."""
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(record, dict):
+            if isinstance(record, dict) and isinstance(record.get("tool"), str):
                 yield record
 
 
@@ -115,6 +116,7 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     saw = record.get("model_saw") or {}
     flag = " (error)" if saw.get("is_error") else ""
     lines.append(f"  model saw{flag}: {_clip(saw.get('content', ''), 200)}")
+    lines.extend(f"  note: {note}" for note in record.get("notes", ()))
     return "\n".join(lines)
 
 

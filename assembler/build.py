@@ -210,6 +210,10 @@ def build_agent(
         hooks=parts.hooks,
         trace=parts.trace,
     )
+    if choice is not None and choice.base_url:
+        from assembler.urls import display_url
+
+        runner.endpoint = display_url(choice.base_url)
     return Agent(
         manifest=manifest,
         provider=model_provider,

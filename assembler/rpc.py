@@ -1,22 +1,43 @@
 """JSON lines over stdio: an editor or another program drives an agent.
 
 One request per line, `{"id": 1, "method": "prompt", "params": {"text": "..."}}`.
-The answer to a request is `{"id": 1, "result": ...}` or `{"id": 1, "error":
-{"type": ..., "message": ...}}`; while a prompt runs, each event of the run arrives
-first as `{"id": 1, "event": {...}}` (the same events as `assemble run --json`).
+Every request gets exactly one final answer, `{"id": 1, "result": ...}` or
+`{"id": 1, "error": {"type": ..., "message": ...}}`; while a prompt runs, each event
+of the run arrives first as `{"id": 1, "event": {...}}` (the same events as
+`assemble run --json`). A line that is not JSON, or not an object with a string
+`method`, is answered with `id` null (or the request's `id`, when it has one).
 
-Methods: `prompt` (text, max_turns), `cancel` (stops the running prompt),
-`system_prompt`, `tools`, `messages`, `reload`, `shutdown`. Requests other than
-`cancel` wait for a running prompt to finish. The agent is the one `build_agent`
-made, exactly as for the CLI and the SDK.
+Methods: `prompt` (`text`, a non-empty string; `max_turns`, a positive integer),
+`cancel`, `system_prompt`, `tools`, `messages`, `reload`, `shutdown`. `params`, when
+given, must be an object.
+
+Input is read as it arrives, in its own thread, so a `cancel` is handled the moment
+it is read, even while other requests wait: it stops the running prompt and every
+prompt still waiting in line (each answered with an error of type `Cancelled`), and
+answers `{"cancelled": true}` if there was any. Every other request is served in the
+order it was read, one at a time: a request sent while a prompt runs is answered
+after that prompt's final answer.
+
+`shutdown` takes its turn like any other request: it waits for the running prompt
+and the requests before it, answers `{"ok": true}`, and the server stops. To stop a
+running prompt sooner, send `cancel` (before or after `shutdown`); any other request
+read after `shutdown` is answered with an error of type `ShuttingDown`. The end of
+input acts like a `shutdown` without an answer. A request that fails is answered
+with its error: the class name of an `AssemblerError`, `InvalidParams`,
+`MethodNotFound`, or `InternalError` for anything unexpected (its traceback goes to
+stderr). The agent is the one `build_agent` made, exactly as for the CLI and the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import threading
+import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from assembler.agent import Agent
@@ -24,62 +45,142 @@ from assembler.errors import AssemblerError
 from assembler.sessions.codec import message_to_dict
 
 Write = Callable[[dict[str, Any]], None]
+Line = str | bytes
+
+
+class RpcError(Exception):
+    """A request the server refuses; `kind` is the error's `type` in the answer."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(eq=False)
+class Request:
+    ident: Any
+    method: str
+    params: Any = None
+    cancelled: bool = field(default=False)
+
+    def params_object(self) -> dict[str, Any]:
+        if self.params is None:
+            return {}
+        if not isinstance(self.params, dict):
+            raise RpcError(
+                "InvalidParams", f"`params` must be an object, not {_json_type(self.params)}"
+            )
+        return self.params
 
 
 class RpcServer:
-    """Serves one agent until `shutdown` or the end of input."""
+    """Serves one agent: `receive` each line as it is read (None at the end of
+    input), while `run` works through the requests until `shutdown` or the end."""
 
     def __init__(self, agent: Agent, write: Write) -> None:
         self.agent = agent
         self.write = write
-        self.running: asyncio.Task[None] | None = None
-        self.stopped = False
+        self.queue: asyncio.Queue[Request | None] = asyncio.Queue()
+        self.waiting: list[Request] = []  # prompts read but not started
+        self.running: asyncio.Task[dict[str, Any]] | None = None
+        self.shutting_down = False  # a `shutdown` was read
+        self.stopped = False  # the worker is done
+        self.closed = False  # the output is gone
 
-    async def handle(self, line: str) -> None:
+    # -- reading -----------------------------------------------------------------
+
+    def receive(self, line: Line | None) -> None:
+        """Take one line of input as soon as it is read: answer `cancel` at once,
+        queue anything else for `run`."""
+        if self.stopped or self.closed:
+            return
+        if line is None:
+            self.queue.put_nowait(None)
+            return
+        if not line.strip():
+            return
+        request = self._parse(line)
+        if request is None:
+            return
+        if request.method == "cancel":
+            self._cancel(request)
+        elif self.shutting_down:
+            self._error(request.ident, "ShuttingDown", "the server is shutting down")
+        else:
+            if request.method == "shutdown":
+                self.shutting_down = True
+            elif request.method == "prompt":
+                self.waiting.append(request)
+            self.queue.put_nowait(request)
+
+    def _parse(self, line: Line) -> Request | None:
         try:
-            request = json.loads(line)
-        except ValueError as e:
-            self.write({"id": None, "error": {"type": "ParseError", "message": str(e)}})
-            return
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            self.write(
-                {
-                    "id": None,
-                    "error": {"type": "InvalidRequest", "message": "expected {id, method, params}"},
-                }
+            data = json.loads(line)
+        except Exception as e:  # ValueError, UnicodeDecodeError, RecursionError
+            self._error(None, "ParseError", _one_line(str(e)) or type(e).__name__)
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("method"), str):
+            ident = data.get("id") if isinstance(data, dict) else None
+            self._error(
+                ident,
+                "InvalidRequest",
+                "expected an object {id, method, params} with a string method",
             )
-            return
-        ident = request.get("id")
-        method = request["method"]
-        params = request.get("params") or {}
-        if method == "cancel":
-            cancelled = self.running is not None and not self.running.done()
-            if cancelled and self.running is not None:
-                self.running.cancel()
-            self.write({"id": ident, "result": {"cancelled": cancelled}})
-            return
-        if self.running is not None:
-            await asyncio.gather(self.running, return_exceptions=True)
-        if method == "prompt":
-            self.running = asyncio.create_task(self._prompt(ident, params))
-            return
-        handler = self._methods().get(method)
-        if handler is None:
-            known = ", ".join(["prompt", "cancel", *self._methods()])
-            self.write(
-                {
-                    "id": ident,
-                    "error": {
-                        "type": "MethodNotFound",
-                        "message": f"unknown method {method!r}; methods: {known}",
-                    },
-                }
-            )
-            return
+            return None
+        return Request(data.get("id"), data["method"], data.get("params"))
+
+    def _cancel(self, request: Request) -> None:
         try:
-            self.write({"id": ident, "result": await handler(params)})
-        except AssemblerError as e:
-            self.write({"id": ident, "error": {"type": type(e).__name__, "message": str(e)}})
+            request.params_object()
+        except RpcError as e:
+            self._fail(request.ident, e)
+            return
+        cancelled = self._cancel_prompts()
+        self.send({"id": request.ident, "result": {"cancelled": cancelled}})
+
+    def _cancel_prompts(self) -> bool:
+        """Stop the running prompt and mark the waiting ones; whether there was any."""
+        cancelled = bool(self.waiting)
+        for waiting in self.waiting:
+            waiting.cancelled = True
+        self.waiting.clear()
+        if self.running is not None and not self.running.done():
+            self.running.cancel()
+            cancelled = True
+        return cancelled
+
+    # -- serving -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve queued requests in order until `shutdown`, the end of input, or
+        the output closing."""
+        try:
+            while not self.closed:
+                request = await self.queue.get()
+                if request is None:
+                    break
+                await self.serve(request)
+                if request.method == "shutdown":
+                    break
+        finally:
+            self.stopped = True
+
+    async def serve(self, request: Request) -> None:
+        """Answer one request (never `cancel`); any error becomes the answer."""
+        try:
+            if request.method == "prompt":
+                await self._prompt(request)
+                return
+            handler = self._methods().get(request.method)
+            if handler is None:
+                known = ", ".join(["prompt", "cancel", *self._methods()])
+                raise RpcError(
+                    "MethodNotFound", f"unknown method {request.method!r}; methods: {known}"
+                )
+            result = await handler(request.params_object())
+            self.send({"id": request.ident, "result": result})
+        except Exception as e:
+            self._fail(request.ident, e)
 
     def _methods(self) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
         return {
@@ -90,33 +191,53 @@ class RpcServer:
             "shutdown": self._shutdown,
         }
 
-    async def _prompt(self, ident: Any, params: dict[str, Any]) -> None:
+    async def _prompt(self, request: Request) -> None:
+        if request in self.waiting:
+            self.waiting.remove(request)
+        if request.cancelled:
+            self._cancelled(request.ident)
+            return
+        params = request.params_object()
         text = params.get("text")
         if not isinstance(text, str) or not text:
-            self.write(
-                {
-                    "id": ident,
-                    "error": {
-                        "type": "InvalidParams",
-                        "message": "`text` must be a non-empty string",
-                    },
-                }
-            )
-            return
-        final: dict[str, Any] = {}
+            raise RpcError("InvalidParams", "`text` must be a non-empty string")
+        max_turns = params.get("max_turns")
+        if max_turns is not None and (
+            not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
+        ):
+            raise RpcError("InvalidParams", "`max_turns` must be a positive integer")
+        task = asyncio.create_task(self._stream(request.ident, text, max_turns))
+        self.running = task
         try:
-            async for event in self.agent.stream(text, max_turns=params.get("max_turns")):
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # the server itself is stopping
+            task.cancel()
+            await asyncio.wait({task})
+            self._cancelled(request.ident)
+            raise
+        finally:
+            self.running = None
+        if task.cancelled():
+            self._cancelled(request.ident)
+        elif (error := task.exception()) is not None:
+            self._fail(request.ident, error)
+        else:
+            self.send({"id": request.ident, "result": task.result()})
+
+    async def _stream(self, ident: Any, text: str, max_turns: int | None) -> dict[str, Any]:
+        final: dict[str, Any] = {}
+        events = self.agent.stream(text, max_turns=max_turns)
+        try:
+            async for event in events:
                 data = event.to_dict()
-                self.write({"id": ident, "event": data})
+                self.send({"id": ident, "event": data})
                 if data["type"] == "run_end":
                     final = data
-            self.write({"id": ident, "result": final})
-        except asyncio.CancelledError:
-            self.write(
-                {"id": ident, "error": {"type": "Cancelled", "message": "the prompt was cancelled"}}
-            )
-        except AssemblerError as e:
-            self.write({"id": ident, "error": {"type": type(e).__name__, "message": str(e)}})
+        finally:  # an async generator left open would finish at some random later time
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+        return final
 
     async def _system_prompt(self, params: dict[str, Any]) -> Any:
         return {"text": self.agent.system_prompt()}
@@ -140,8 +261,108 @@ class RpcServer:
         }
 
     async def _shutdown(self, params: dict[str, Any]) -> Any:
-        self.stopped = True
         return {"ok": True}
+
+    async def stop(self) -> None:
+        """Cancel whatever still runs (the server itself was cancelled)."""
+        self.stopped = True
+        task = self.running
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
+    # -- writing -----------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self.write(message)
+        except OSError:
+            # The reader of our output is gone: nobody is left to answer.
+            self.closed = True
+            self._cancel_prompts()
+            self.queue.put_nowait(None)
+
+    def _error(self, ident: Any, kind: str, message: str) -> None:
+        self.send({"id": ident, "error": {"type": kind, "message": message}})
+
+    def _cancelled(self, ident: Any) -> None:
+        self._error(ident, "Cancelled", "the prompt was cancelled")
+
+    def _fail(self, ident: Any, error: BaseException) -> None:
+        if isinstance(error, RpcError):
+            self._error(ident, error.kind, str(error))
+        elif isinstance(error, AssemblerError):
+            self._error(ident, type(error).__name__, str(error))
+        else:
+            traceback.print_exception(error, file=sys.stderr)
+            detail = _one_line(str(error))
+            name = type(error).__name__
+            self._error(ident, "InternalError", f"{name}: {detail}" if detail else name)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def _read_lines(
+    source: TextIO, loop: asyncio.AbstractEventLoop, deliver: Callable[[Line | None], None]
+) -> None:
+    """Read `source` in a daemon thread, handing each line to `deliver` on `loop`
+    and None at the end. The thread reads the file descriptor itself (no buffered
+    reader's lock held while it waits), so exiting while it blocks is safe."""
+
+    def post(line: Line | None) -> bool:
+        try:
+            loop.call_soon_threadsafe(deliver, line)
+        except RuntimeError:  # the loop is closed: the server is gone
+            return False
+        return True
+
+    def from_fd(fd: int) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                if not post(line):
+                    return
+        if pending:
+            post(pending)
+        post(None)
+
+    def from_text() -> None:
+        for line in iter(source.readline, ""):
+            if not post(line):
+                return
+        post(None)
+
+    try:
+        fd: int | None = source.fileno()
+    except (AttributeError, OSError, ValueError):  # io.StringIO and friends
+        fd = None
+    target: Callable[[], None] = from_text if fd is None else (lambda: from_fd(fd))
+    threading.Thread(target=target, name="assemble-rpc-input", daemon=True).start()
 
 
 async def serve(agent: Agent, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
@@ -150,21 +371,24 @@ async def serve(agent: Agent, stdin: TextIO | None = None, stdout: TextIO | None
     sink = stdout or sys.stdout
 
     def write(message: dict[str, Any]) -> None:
-        sink.write(json.dumps(message, ensure_ascii=False, default=str) + "\n")
-        sink.flush()
+        line = json.dumps(message, ensure_ascii=False, default=str) + "\n"
+        try:
+            try:
+                sink.write(line)
+            except UnicodeEncodeError:  # a lone surrogate, or a narrow output encoding
+                sink.write(json.dumps(message, default=str) + "\n")
+            sink.flush()
+        except ValueError as e:  # the output file is closed
+            raise OSError(str(e)) from e
 
     server = RpcServer(agent, write)
-    loop = asyncio.get_running_loop()
     try:
         await agent.start()
-        write({"id": None, "event": {"type": "ready", "agent": agent.name}})
-        while not server.stopped:
-            line = await loop.run_in_executor(None, source.readline)
-            if not line:
-                break
-            if line.strip():
-                await server.handle(line)
-        if server.running is not None:
-            await asyncio.gather(server.running, return_exceptions=True)
+        server.send({"id": None, "event": {"type": "ready", "agent": agent.name}})
+        _read_lines(source, asyncio.get_running_loop(), server.receive)
+        await server.run()
     finally:
-        await agent.aclose()
+        try:
+            await server.stop()
+        finally:
+            await agent.aclose()

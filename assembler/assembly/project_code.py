@@ -63,7 +63,9 @@ def project_code(
             for tool in tool_set.tools:
                 module_in_project(tool.function.partition(":")[0], f"Python tool {tool.function}")
         elif include_mcp and isinstance(tool_set, MCPToolSet) and tool_set.server.command:
-            description = f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)"
+            description = (
+                f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)"
+            )
             found.append(ProjectCode(description, manifest_dir))
     return list(dict.fromkeys(found))
 

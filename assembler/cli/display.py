@@ -21,6 +21,7 @@ from assembler.runner.events import (
     ToolCallBlocked,
     ToolCallProposed,
     ToolResultEvent,
+    TurnEnd,
     TurnStart,
 )
 
@@ -39,15 +40,28 @@ def _arguments(arguments: Any) -> str:
 
 
 class EventPrinter:
-    """Prints events for people; remembers whether stdout ends mid-line."""
+    """Prints events for people; remembers whether stdout ends mid-line.
 
-    def __init__(self, *, color: bool | None = None) -> None:
+    With `answer_only` (`run -p`), stdout gets the final answer alone, so it can be
+    piped: the text of turns that go on to call tools is narration and goes to
+    stderr with the tool activity, once the turn shows it is not the answer.
+    """
+
+    def __init__(self, *, color: bool | None = None, answer_only: bool = False) -> None:
         self.color = color
         self.mid_line = False
+        self.answer_only = answer_only
+        self.pending: list[str] = []
 
-    def _err(self, text: str, fg: str | None = None) -> None:
+    def _flush_narration(self) -> None:
+        text = "".join(self.pending).strip()
+        self.pending.clear()
+        if text:
+            self._err(text, dim=True)
+
+    def _err(self, text: str, fg: str | None = None, *, dim: bool = False) -> None:
         self._end_line()
-        click.secho(text, err=True, fg=fg, color=self.color)
+        click.secho(text, err=True, fg=fg, dim=dim, color=self.color)
 
     def _end_line(self) -> None:
         if self.mid_line:
@@ -56,11 +70,20 @@ class EventPrinter:
 
     def show(self, event: Event) -> None:
         if isinstance(event, TextDeltaEvent):
+            if self.answer_only:
+                self.pending.append(event.text)
+                return
             click.echo(event.text, nl=False)
             self.mid_line = not event.text.endswith("\n")
         elif isinstance(event, TurnStart) and event.turn > 1:
             self._end_line()
+        elif isinstance(event, TurnEnd) and self.answer_only and not event.message.tool_calls:
+            answer = "".join(self.pending)
+            self.pending.clear()
+            if answer:
+                click.echo(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, ToolCallProposed):
+            self._flush_narration()
             self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")
         elif isinstance(event, ToolCallBlocked):
             self._err(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +27,21 @@ def rpc(
     """Serve MANIFEST's agent over JSON lines: one request per stdin line,
     `{"id": 1, "method": "prompt", "params": {"text": "..."}}`; events and results on
     stdout. Methods: prompt, cancel, system_prompt, tools, messages, reload, shutdown.
+    A `cancel` stops the running prompt at once; other requests are answered in order.
     """
     from assembler.build import build_agent
     from assembler.rpc import serve
 
     flags = loader_flags(resources)
-    agent = build_agent(
-        load(manifest, flags),
-        model=model,
-        flags=flags,
-        session_dir=session_dir,
-        record_session=not no_session,
-        trust=True if trust else None,
-    )
-    asyncio.run(serve(agent))
+    out = sys.stdout
+    # stdout carries the protocol: a stray print() from an extension goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        agent = build_agent(
+            load(manifest, flags),
+            model=model,
+            flags=flags,
+            session_dir=session_dir,
+            record_session=not no_session,
+            trust=True if trust else None,
+        )
+        asyncio.run(serve(agent, stdout=out))

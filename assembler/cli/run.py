@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assembler.cli.common import agent_options, ask_trust, load, loader_flags
+from assembler.cli.main import report_error
+from assembler.errors import AssemblerError
 
 if TYPE_CHECKING:
     from assembler.agent import Agent
+    from assembler.extensions.api import Command
 
 
 @click.command()
@@ -65,10 +68,12 @@ def run(
 
 
 def _banner(agent: Agent, *, quiet: bool) -> None:
+    """Which agent, which model, where requests go (a manifest's `base_url` is always
+    shown, so a manifest cannot redirect requests unseen), which workspace."""
     if quiet:
         return
-    spec = agent.manifest.model
-    where = f" via {spec.base_url}" if spec is not None and spec.base_url else ""
+    endpoint = agent.runner.endpoint
+    where = f" via {endpoint}" if endpoint else ""
     click.secho(
         f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}",
         err=True,
@@ -76,11 +81,13 @@ def _banner(agent: Agent, *, quiet: bool) -> None:
     )
 
 
-async def _drive(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
+async def _drive(
+    agent: Agent, prompt: str, as_json: bool, max_turns: int | None, *, answer_only: bool = False
+) -> str:
     from assembler.cli.display import EventPrinter
     from assembler.runner.events import RunEnd
 
-    printer = EventPrinter()
+    printer = EventPrinter(answer_only=answer_only)
     reason = "error"
     async for event in agent.stream(prompt, max_turns=max_turns):
         if as_json:
@@ -94,7 +101,7 @@ async def _drive(agent: Agent, prompt: str, as_json: bool, max_turns: int | None
 
 async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
     try:
-        return await _drive(agent, prompt, as_json, max_turns)
+        return await _drive(agent, prompt, as_json, max_turns, answer_only=True)
     finally:
         await agent.aclose()
         _session_note(agent, as_json)
@@ -124,7 +131,7 @@ def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
                 )
             while True:
                 try:
-                    line = input("> ")
+                    line = _read_line(as_json)
                 except EOFError:
                     click.echo(err=True)
                     break
@@ -138,23 +145,49 @@ def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
                     break
                 if text.startswith("/") and text[1:].split(" ", 1)[0] in commands:
                     name, _, rest = text[1:].partition(" ")
-                    _command(loop, commands[name].handler, rest)
+                    _command(loop, commands[name], rest)
                     continue
                 try:
                     loop.run(_drive(agent, text, as_json, max_turns))
                 except KeyboardInterrupt:
                     click.secho("\n(turn cancelled)", err=True, fg="yellow")
+                except AssemblerError as e:  # this turn failed; the session goes on
+                    report_error(e)
         finally:
             loop.run(agent.aclose())
             _session_note(agent, as_json)
 
 
-def _command(loop: asyncio.Runner, handler: Any, argument: str) -> None:
+def _read_line(as_json: bool) -> str:
+    """The next message; the prompt goes to stderr when stdout carries JSON lines."""
+    if not as_json:
+        return input("> ")
+    click.echo("> ", err=True, nl=False)
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+def _command(loop: asyncio.Runner, command: Command, argument: str) -> None:
+    """Run an extension's `/command`; its failure is reported, the session goes on."""
     import inspect
 
-    result = handler(argument)
-    if inspect.isawaitable(result):
-        result = loop.run(_await(result))
+    try:
+        result = command.handler(argument)
+        if inspect.isawaitable(result):
+            result = loop.run(_await(result))
+    except KeyboardInterrupt:
+        click.secho("\n(command cancelled)", err=True, fg="yellow")
+        return
+    except Exception as e:
+        click.secho(
+            f"error: /{command.name} (extension `{command.extension}`) failed: "
+            f"{type(e).__name__}: {e}",
+            err=True,
+            fg="red",
+        )
+        return
     if result is not None:
         click.echo(str(result))
 

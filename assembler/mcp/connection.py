@@ -1,13 +1,5 @@
 """One live connection to one MCP server, stdio or streamable HTTP.
 
-The SDK's transports and `ClientSession` are anyio context managers whose task groups
-must be entered and exited by the same task. An agent, though, starts its servers
-while it is being built, calls tools from whatever task runs a turn, and shuts the
-servers down at the end. So each connection owns a background task that enters the
-transport and the session, signals that it is ready, waits for `close()`, and exits
-them again; every other task only sends requests through the session, which anyio
-allows from any task of the same event loop.
-
 Failures are split by when they happen. Before the server is usable (it cannot be
 started, it exits, it does not answer `initialize` in `spec.timeout` seconds, an HTTP
 endpoint answers 401) `start()` raises `MCPError` naming the server, the cause and
@@ -15,136 +7,61 @@ the tail of its stderr: the agent cannot be built as declared, and the user must
 something. Once running, nothing raises into the runner: a server that dies or
 rejects a call yields an error `ToolResult` the model can react to, and a death is
 also recorded as a diagnostic for the user.
+
+The transports live in `stdio` and `http_transport`, the task that owns the SDK
+session in `session_task`; this module only decides what each outcome means.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import os
-import sys
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ProtocolError
-from mcp.shared.message import SessionMessage
 
-from assembler import __version__
 from assembler.errors import MCPError
 from assembler.manifest.model import MCPServerSpec
-from assembler.mcp.errlog import StderrTail
+from assembler.mcp.diagnostics import MCPDiagnostic, Severity, exception_text, noise_text
+from assembler.mcp.environment import (
+    BASE_ENVIRONMENT_POSIX,
+    BASE_ENVIRONMENT_WINDOWS,
+    server_environment,
+)
+from assembler.mcp.http_transport import HTTPTransport
 from assembler.mcp.results import render_result
+from assembler.mcp.session_task import CLIENT_INFO, SessionTask
+from assembler.mcp.stdio import StdioTransport
+from assembler.mcp.transport import Transport
+from assembler.mcp.urls import display_url
 from assembler.tools.base import ToolContext, ToolResult
-from assembler.tools.environment import is_secret_name
 
-if TYPE_CHECKING:
-    from mcp.client._transport import ReadStream, WriteStream
-
-    Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
-
-CLIENT_INFO = types.Implementation(name="agent-assembler", version=__version__)
-
-#: Variables a stdio server inherits from the parent: enough to find programs, a home
-#: directory, a locale and a temporary directory. Nothing else, so the agent's provider
-#: keys (and any other secret in the user's shell) never reach a third-party process.
-BASE_ENVIRONMENT_POSIX = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TMPDIR",
-    "TZ",
-)
-#: Windows programs also need these to start at all (SYSTEMROOT for the C runtime and
-#: Winsock, PATHEXT/COMSPEC to find programs, the profile directories for their data).
-BASE_ENVIRONMENT_WINDOWS = (
-    "PATH",
-    "PATHEXT",
-    "COMSPEC",
-    "SYSTEMROOT",
-    "SYSTEMDRIVE",
-    "WINDIR",
-    "TEMP",
-    "TMP",
-    "USERNAME",
-    "USERPROFILE",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "PROGRAMDATA",
-    "PROGRAMFILES",
-    "PROCESSOR_ARCHITECTURE",
-    "NUMBER_OF_PROCESSORS",
-)
+__all__ = [
+    "BASE_ENVIRONMENT_POSIX",
+    "BASE_ENVIRONMENT_WINDOWS",
+    "CLIENT_INFO",
+    "MAX_TOOL_PAGES",
+    "MCPConnection",
+    "MCPDiagnostic",
+    "Severity",
+    "display_url",
+    "server_environment",
+]
 
 #: At most this many `tools/list` pages are read from one server.
 MAX_TOOL_PAGES = 100
 
-Severity = Literal["error", "warning"]
 
-
-@dataclass(frozen=True)
-class MCPDiagnostic:
-    """Something about an MCP server the user should know that does not stop the run.
-
-    `message` is complete on its own (it names the server), ready for a diagnostic
-    event or a log line.
-    """
-
-    server: str
-    message: str
-    severity: Severity = "warning"
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def server_environment(
-    declared: Mapping[str, str], parent: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The environment of a stdio server: a minimal base from `parent` plus `declared`.
-
-    Declared variables are passed as written even when named like secrets: the
-    manifest's author gave them to this server on purpose (`GITHUB_TOKEN: ${...}`).
-    The SDK adds its own safe defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER) under
-    these, which are all part of the base anyway.
-    """
-    source = os.environ if parent is None else parent
-    names = BASE_ENVIRONMENT_WINDOWS if sys.platform == "win32" else BASE_ENVIRONMENT_POSIX
-    env = {name: source[name] for name in names if name in source and not is_secret_name(name)}
-    env.update(declared)
-    return env
-
-
-def display_url(url: str) -> str:
-    """`url` without user:password, query and fragment, which may hold credentials."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "<invalid URL>"
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address
-        host = f"[{host}]"
-    netloc = f"{host}:{port}" if port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+def make_transport(spec: MCPServerSpec, workspace: Path) -> Transport:
+    """The transport `spec` declares: a `command` is stdio, a `url` is HTTP."""
+    if spec.transport == "stdio":
+        return StdioTransport(spec, workspace)
+    return HTTPTransport(spec)
 
 
 class MCPConnection:
@@ -157,23 +74,19 @@ class MCPConnection:
     def __init__(self, spec: MCPServerSpec, *, workspace: Path) -> None:
         self.spec = spec
         self.workspace = workspace
-        self._task: asyncio.Task[None] | None = None
-        self._session: ClientSession | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._ready = asyncio.Event()
-        self._closing = asyncio.Event()
-        self._start_error: BaseException | None = None
-        self._timed_out = False
-        self._stderr: StderrTail | None = None
-        self._http_error: str | None = None
+        self._transport = make_transport(spec, workspace)
+        self._task = SessionTask(
+            spec.name,
+            self._transport,
+            timeout=spec.timeout,
+            on_message=self._on_message,
+            on_stream_end=self._on_stream_end,
+            on_shutdown_error=self._on_shutdown_error,
+        )
         self._stdout_noise: str | None = None
         self._failure: str | None = None
         self._failure_report: asyncio.Task[None] | None = None
         self._diagnostics: list[MCPDiagnostic] = []
-        self.server_info: types.Implementation | None = None
-        self.instructions: str | None = None
-
-    # -- public API -------------------------------------------------------------------
 
     @property
     def name(self) -> str:
@@ -182,13 +95,21 @@ class MCPConnection:
     @property
     def alive(self) -> bool:
         """Whether calls can go through: started, not closed, not known to be dead."""
-        return self._session is not None and self._failure is None and not self._closing.is_set()
+        return self._task.session is not None and self._failure is None and not self._task.closing
 
     @property
     def session(self) -> ClientSession | None:
         """The SDK session while the server runs, for what this class does not wrap
         (resources, prompts) and for benchmarks; None before start and after close."""
-        return self._session
+        return self._task.session
+
+    @property
+    def server_info(self) -> types.Implementation | None:
+        return self._task.server_info
+
+    @property
+    def instructions(self) -> str | None:
+        return self._task.instructions
 
     @property
     def diagnostics(self) -> tuple[MCPDiagnostic, ...]:
@@ -199,14 +120,11 @@ class MCPConnection:
         """The command or the URL, for messages. Arguments, query strings and
         user:password are left out: `${VAR}` interpolation often puts tokens there,
         and these messages end up in terminals and CI logs."""
-        spec = self.spec
-        if spec.transport == "stdio":
-            return f"command `{spec.command}`"
-        return display_url(spec.url or "")
+        return self._transport.describe()
 
     def stderr_tail(self, max_lines: int = 20) -> str:
         """The last lines the server wrote to stderr (stdio only; empty otherwise)."""
-        return self._stderr.tail(max_lines) if self._stderr is not None else ""
+        return self._transport.stderr_tail(max_lines)
 
     async def start(self) -> None:
         """Start or connect to the server and run the `initialize` handshake.
@@ -214,24 +132,19 @@ class MCPConnection:
         Raises `MCPError` when the server cannot start, does not initialise within
         `spec.timeout` seconds, or refuses the connection.
         """
-        if self._task is not None:
+        if self._task.started:
             raise RuntimeError(f"MCP server `{self.name}` was already started")
-        self._check_launchable()
-        self._task = asyncio.get_running_loop().create_task(
-            self._serve(), name=f"mcp-server:{self.name}"
-        )
-        ready = asyncio.ensure_future(self._ready.wait())
+        problem = self._transport.launch_problem()
+        if problem is not None:
+            raise MCPError(f"{self._head()} could not start: {problem}")
         try:
-            await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            ready = await self._task.start()
         except asyncio.CancelledError:
             await self.close()
             raise
-        finally:
-            ready.cancel()
-        if self._ready.is_set():
+        if ready:
             return
-        if self._stderr is not None:
-            await self._stderr.settle()
+        await self._transport.settle()
         raise MCPError(self._start_failure_message())
 
     async def list_tools(self) -> list[types.Tool]:
@@ -239,6 +152,7 @@ class MCPConnection:
         session = self._require_session()
         tools: list[types.Tool] = []
         cursor: str | None = None
+        failed = f"MCP server `{self.name}` could not list its tools"
         try:
             async with asyncio.timeout(self.spec.timeout):
                 for _ in range(MAX_TOOL_PAGES):
@@ -255,14 +169,10 @@ class MCPConnection:
             ) from None
         except ProtocolError as exc:
             raise MCPError(
-                f"MCP server `{self.name}` could not list its tools: {exc.message} "
-                f"(error {exc.code}){self._stderr_block()}"
+                f"{failed}: {exc.message} (error {exc.code}){self._stderr_block()}"
             ) from exc
         except Exception as exc:  # an invalid listing, a network error
-            raise MCPError(
-                f"MCP server `{self.name}` could not list its tools: "
-                f"{_exception_text(exc)}{self._stderr_block()}"
-            ) from exc
+            raise MCPError(f"{failed}: {exception_text(exc)}{self._stderr_block()}") from exc
         return tools
 
     async def call_tool(
@@ -279,8 +189,8 @@ class MCPConnection:
         """
         ctx = context or ToolContext(workspace=self.workspace)
         details: dict[str, Any] = {"server": self.name, "tool": name}
-        session = self._session
-        if session is None or self._failure is not None or self._closing.is_set():
+        session = self._task.session
+        if session is None or self._failure is not None or self._task.closing:
             return self._not_running(name)
         try:
             result = await session.call_tool(
@@ -288,8 +198,8 @@ class MCPConnection:
             )
         except ProtocolError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                if not self._closing.is_set():
-                    await self._mark_failed(self._lost_reason())
+                if not self._task.closing:
+                    await self._mark_failed(self._transport.lost_reason)
                 return self._not_running(name)
             if exc.code == types.REQUEST_TIMEOUT:
                 message = (
@@ -297,17 +207,17 @@ class MCPConnection:
                     f"{ctx.timeout:g} s"
                 )
                 return ToolResult(message, is_error=True, details={**details, "timed_out": True})
-            message = f"MCP server `{self.name}` rejected the call to `{name}`: {exc.message}"
-            if self._http_error is not None:
-                message += f" ({self._http_error})"
-                self._http_error = None
+            message = (
+                f"MCP server `{self.name}` rejected the call to `{name}`: {exc.message}"
+                f"{self._transport.call_error_note()}"
+            )
             return ToolResult(message, is_error=True, details={**details, "code": exc.code})
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            if not self._closing.is_set():
+            if not self._task.closing:
                 await self._mark_failed("the connection to the server broke")
             return self._not_running(name)
         except Exception as exc:  # a bad result, a network error: the model is told
-            message = f"MCP tool `{name}` (server `{self.name}`) failed: {_exception_text(exc)}"
+            message = f"MCP tool `{name}` (server `{self.name}`) failed: {exception_text(exc)}"
             return ToolResult(message, is_error=True, details=details)
         return render_result(
             result,
@@ -320,18 +230,12 @@ class MCPConnection:
     async def close(self) -> None:
         """Shut the server down (stdio: close its stdin, then terminate its process
         group) and wait until it is gone. Idempotent; never raises for server trouble."""
-        task = self._task
-        if task is None:
+        if not self._task.started:
             return
-        self._closing.set()
-        if not self._ready.is_set() and self._scope is not None:
-            self._scope.cancel()
-        if not task.done():
-            await asyncio.wait({task})
+        await self._task.close()
         if self._failure_report is not None and not self._failure_report.done():
             await asyncio.wait({self._failure_report})
-        if self._stderr is not None:
-            self._stderr.release_writer()
+        self._transport.release()
 
     async def __aenter__(self) -> MCPConnection:
         await self.start()
@@ -345,108 +249,7 @@ class MCPConnection:
     ) -> None:
         await self.close()
 
-    # -- the background task ----------------------------------------------------------
-
-    async def _serve(self) -> None:
-        """Own the transport and the session from start to close (see the module doc)."""
-        try:
-            deadline = anyio.current_time() + self.spec.timeout
-            with anyio.CancelScope(deadline=deadline) as scope:
-                self._scope = scope
-                if self._closing.is_set():
-                    scope.cancel()
-                async with AsyncExitStack() as stack:
-                    read, write = await stack.enter_async_context(self._transport())
-                    watched = _WatchedReadStream(read, self._on_stream_end)
-                    session = await stack.enter_async_context(
-                        ClientSession(
-                            watched,
-                            write,
-                            client_info=CLIENT_INFO,
-                            message_handler=self._on_message,
-                        )
-                    )
-                    await self._handshake(session)
-                    scope.deadline = math.inf
-                    self._session = session
-                    self._ready.set()
-                    await self._closing.wait()
-            if scope.cancelled_caught and not self._ready.is_set():
-                self._timed_out = not self._closing.is_set()
-        except Exception as exc:
-            if self._failure is not None:
-                pass  # already reported; the transport's exit error only repeats it
-            elif self._ready.is_set():
-                self._diagnostics.append(
-                    MCPDiagnostic(
-                        self.name,
-                        f"MCP server `{self.name}` did not shut down cleanly: "
-                        f"{_exception_text(_root_cause(exc))}",
-                    )
-                )
-            else:
-                self._start_error = _root_cause(exc)
-        finally:
-            self._session = None
-            if self._stderr is not None:
-                self._stderr.release_writer()
-
-    async def _handshake(self, session: ClientSession) -> None:
-        """`initialize`, which every server in use speaks and which costs one round
-        trip; a server that only speaks the 2026 protocol refuses it with -32022, and
-        is then asked `server/discover` on the same connection."""
-        try:
-            result = await session.initialize()
-        except ProtocolError as exc:
-            if exc.code != types.UNSUPPORTED_PROTOCOL_VERSION:
-                raise
-            await session.discover()
-            self.server_info = session.server_info
-            self.instructions = session.instructions
-            return
-        self.server_info = result.server_info
-        self.instructions = result.instructions
-
-    def _transport(self) -> AbstractAsyncContextManager[Streams]:
-        return self._stdio() if self.spec.transport == "stdio" else self._http()
-
-    @asynccontextmanager
-    async def _stdio(self) -> AsyncIterator[Streams]:
-        spec = self.spec
-        params = StdioServerParameters(
-            command=spec.command or "",
-            args=list(spec.args),
-            env=server_environment(spec.env),
-            cwd=str(spec.cwd or self.workspace),
-        )
-        tail = self._stderr = StderrTail()
-        try:
-            async with stdio_client(params, errlog=tail.writer()) as streams:
-                tail.release_writer()  # the child has its copy; EOF then means it exited
-                yield streams
-        finally:
-            tail.release_writer()
-
-    @asynccontextmanager
-    async def _http(self) -> AsyncIterator[Streams]:
-        timeout = httpx2.Timeout(self.spec.timeout, read=max(300.0, self.spec.timeout))
-        async with (
-            httpx2.AsyncClient(
-                headers=dict(self.spec.headers),
-                timeout=timeout,
-                event_hooks={"response": [self._on_http_response]},
-            ) as client,
-            streamable_http_client(self.spec.url or "", http_client=client) as streams,
-        ):
-            yield streams
-
-    async def _on_http_response(self, response: httpx2.Response) -> None:
-        """Remember an HTTP error: the SDK turns a 401 without a JSON-RPC body into a
-        generic "Server returned an error response", losing the status we must show.
-        Only POSTs count: the optional GET event stream may be refused (405) by design."""
-        if response.status_code >= 400 and response.request.method == "POST":
-            reason = response.reason_phrase or ""
-            self._http_error = f"HTTP {response.status_code} {reason}".strip()
+    # -- what the session task reports --------------------------------------------------
 
     async def _on_message(self, message: IncomingMessage) -> None:
         """Notice a server that writes non-protocol text to stdout, the most common
@@ -456,8 +259,8 @@ class MCPConnection:
         if not isinstance(message, Exception):
             return
         first = self._stdout_noise is None
-        self._stdout_noise = _noise_text(message)
-        if first and self._ready.is_set():
+        self._stdout_noise = noise_text(message)
+        if first and self._task.ready:
             self._diagnostics.append(
                 MCPDiagnostic(
                     self.name,
@@ -466,60 +269,48 @@ class MCPConnection:
                 )
             )
 
+    def _on_stream_end(self) -> None:
+        """The server's message stream ended while in use: it died."""
+        self._mark_failed_soon(self._transport.lost_reason)
+
+    def _on_shutdown_error(self, exc: BaseException) -> None:
+        if self._failure is not None:
+            return  # already reported; the transport's exit error only repeats it
+        self._diagnostics.append(
+            MCPDiagnostic(
+                self.name,
+                f"MCP server `{self.name}` did not shut down cleanly: {exception_text(exc)}",
+            )
+        )
+
     # -- failures ---------------------------------------------------------------------
 
-    def _check_launchable(self) -> None:
-        spec = self.spec
-        if spec.transport == "stdio":
-            cwd = spec.cwd or self.workspace
-            if not Path(cwd).is_dir():
-                raise MCPError(
-                    f"MCP server `{self.name}` ({self.describe()}) could not start: "
-                    f"its working directory {cwd} does not exist"
-                )
-        elif not spec.url:
-            raise MCPError(f"MCP server `{self.name}` has neither a `command` nor a `url`")
+    def _head(self) -> str:
+        described = self.describe()
+        return f"MCP server `{self.name}`" + (f" ({described})" if described else "")
 
     def _start_failure_message(self) -> str:
-        head = f"MCP server `{self.name}` ({self.describe()})"
         task = self._task
-        if self._timed_out:
+        if task.timed_out:
             cause = f"timed out after {self.spec.timeout:g} s waiting for it to initialise"
-            if self._http_error is not None:
-                cause += f" (last answer: {self._http_error})"
-        elif self._start_error is not None:
-            cause = self._describe_start_error(self._start_error)
-        elif task is not None and task.cancelled():
+            cause += self._transport.timeout_note()
+        elif task.start_error is not None:
+            cause = self._describe_start_error(task.start_error)
+        elif task.cancelled:
             cause = "start-up was cancelled"
         else:
             cause = "it stopped before it was ready"
         if self._stdout_noise is not None:
             cause += f"; it sent something that is not JSON-RPC: {self._stdout_noise}"
-        return f"{head} could not start: {cause}{self._stderr_block()}"
+        return f"{self._head()} could not start: {cause}{self._stderr_block()}"
 
     def _describe_start_error(self, exc: BaseException) -> str:
-        spec = self.spec
-        if self._http_error is not None:
-            status = self._http_error
-            if status.startswith(("HTTP 401", "HTTP 403")):
-                return (
-                    f"the server answered {status}: check the credentials in its `headers` "
-                    "(for example `Authorization: Bearer ${TOKEN}`)"
-                )
-            return f"the server answered {status}"
-        if isinstance(exc, FileNotFoundError) and spec.transport == "stdio":
-            return f"command `{spec.command}` not found (is it installed and on PATH?)"
-        if isinstance(exc, PermissionError) and spec.transport == "stdio":
-            return f"command `{spec.command}` cannot be executed ({exc.strerror})"
+        specific = self._transport.start_error_cause(exc)
+        if specific is not None:
+            return specific
         if isinstance(exc, ProtocolError):
-            if exc.code == types.CONNECTION_CLOSED:
-                if spec.transport == "stdio":
-                    return "the server exited (or closed its output) during initialisation"
-                return "the connection closed during initialisation"
             return f"initialisation failed: {exc.message} (error {exc.code})"
-        if isinstance(exc, httpx2.HTTPError):
-            return f"cannot reach {display_url(spec.url or '')}: {_exception_text(exc)}"
-        return _exception_text(exc)
+        return exception_text(exc)
 
     def _stderr_block(self) -> str:
         tail = self.stderr_tail()
@@ -527,16 +318,6 @@ class MCPConnection:
             return ""
         indented = "\n".join(f"  {line}" for line in tail.splitlines())
         return f"\nserver stderr (last lines):\n{indented}"
-
-    def _on_stream_end(self) -> None:
-        """The server's message stream ended: unless we are closing, it died."""
-        if self._ready.is_set() and not self._closing.is_set():
-            self._mark_failed_soon(self._lost_reason())
-
-    def _lost_reason(self) -> str:
-        if self.spec.transport == "stdio":
-            return "the server process exited or closed its output"
-        return "the connection to the server was lost"
 
     def _mark_failed_soon(self, reason: str) -> asyncio.Task[None]:
         if self._failure is None:
@@ -549,19 +330,18 @@ class MCPConnection:
         await asyncio.shield(self._mark_failed_soon(reason))
 
     async def _report_failure(self) -> None:
-        if self._stderr is not None:
-            await self._stderr.settle()
+        await self._transport.settle()
         self._diagnostics.append(
             MCPDiagnostic(
                 self.name,
-                f"MCP server `{self.name}` ({self.describe()}) stopped: "
-                f"{self._failure}; its tools fail from now on{self._stderr_block()}",
+                f"{self._head()} stopped: {self._failure}; "
+                f"its tools fail from now on{self._stderr_block()}",
                 "error",
             )
         )
 
     def _not_running(self, tool: str) -> ToolResult:
-        reason = self._failure or ("it was shut down" if self._closing.is_set() else "not started")
+        reason = self._failure or ("it was shut down" if self._task.closing else "not started")
         return ToolResult(
             f"MCP server `{self.name}` is not running: {reason}. "
             f"The tool `{tool}` cannot be used now.",
@@ -570,81 +350,8 @@ class MCPConnection:
         )
 
     def _require_session(self) -> ClientSession:
-        if self._session is None or self._failure is not None:
+        session = self._task.session
+        if session is None or self._failure is not None:
             reason = self._failure or "it is not started"
             raise MCPError(f"MCP server `{self.name}` is not running: {reason}")
-        return self._session
-
-
-class _WatchedReadStream:
-    """The transport's read stream, reporting its end: that is how a server's death
-    shows up, and noticing it at once (rather than at the next call) lets the
-    diagnostic carry the server's last stderr lines while they are fresh."""
-
-    def __init__(
-        self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]
-    ) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        # The dispatcher reads this duck-typed attribute on the HTTP transport's stream.
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, traceback)
-
-
-def _root_cause(exc: BaseException) -> BaseException:
-    """The first real error inside (nested) exception groups from anyio task groups."""
-    while isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
-        exc = (inner or list(exc.exceptions))[0]
-    return exc
-
-
-def _noise_text(exc: Exception) -> str:
-    """What a server sent instead of JSON-RPC, short: the parser's error quotes it."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            value = errors()[0].get("input")
-        except Exception:
-            value = None
-        if isinstance(value, str):
-            return repr(value[:80] + ("..." if len(value) > 80 else ""))
-    return _exception_text(exc)[:200]
-
-
-def _exception_text(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return session

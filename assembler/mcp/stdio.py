@@ -1,6 +1,6 @@
 """The stdio transport: the server is a child process speaking on stdin/stdout.
 
-The process gets a minimal environment (`server_environment`), so the agent's
+The process gets a minimal environment (`assembler.mcp.environment`), so the agent's
 provider keys and any other secret in the user's shell never reach a third-party
 program, and its stderr goes to a `StderrTail`, whose last lines explain a failed
 start or a crash.
@@ -8,9 +8,7 @@ start or a crash.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,68 +18,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError as ProtocolError
 
 from assembler.manifest.model import MCPServerSpec
+from assembler.mcp.environment import server_environment
 from assembler.mcp.errlog import StderrTail
 from assembler.mcp.transport import Transport
-from assembler.tools.environment import is_secret_name
 
 if TYPE_CHECKING:
     from assembler.mcp.transport import Streams
-
-#: Variables a stdio server inherits from the parent: enough to find programs, a home
-#: directory, a locale and a temporary directory. Nothing else, so the agent's provider
-#: keys (and any other secret in the user's shell) never reach a third-party process.
-BASE_ENVIRONMENT_POSIX = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TMPDIR",
-    "TZ",
-)
-#: Windows programs also need these to start at all (SYSTEMROOT for the C runtime and
-#: Winsock, PATHEXT/COMSPEC to find programs, the profile directories for their data).
-BASE_ENVIRONMENT_WINDOWS = (
-    "PATH",
-    "PATHEXT",
-    "COMSPEC",
-    "SYSTEMROOT",
-    "SYSTEMDRIVE",
-    "WINDIR",
-    "TEMP",
-    "TMP",
-    "USERNAME",
-    "USERPROFILE",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "PROGRAMDATA",
-    "PROGRAMFILES",
-    "PROCESSOR_ARCHITECTURE",
-    "NUMBER_OF_PROCESSORS",
-)
-
-
-def server_environment(
-    declared: Mapping[str, str], parent: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The environment of a stdio server: a minimal base from `parent` plus `declared`.
-
-    Declared variables are passed as written even when named like secrets: the
-    manifest's author gave them to this server on purpose (`GITHUB_TOKEN: ${...}`).
-    The SDK adds its own safe defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER) under
-    these, which are all part of the base anyway.
-    """
-    source = os.environ if parent is None else parent
-    names = BASE_ENVIRONMENT_WINDOWS if sys.platform == "win32" else BASE_ENVIRONMENT_POSIX
-    env = {name: source[name] for name in names if name in source and not is_secret_name(name)}
-    env.update(declared)
-    return env
 
 
 class StdioTransport(Transport):
@@ -103,7 +45,7 @@ class StdioTransport(Transport):
         return Path(self.spec.cwd or self.workspace)
 
     @asynccontextmanager
-    async def _open(self) -> AsyncIterator[Streams]:
+    async def open(self) -> AsyncIterator[Streams]:
         spec = self.spec
         params = StdioServerParameters(
             command=spec.command or "",
@@ -118,9 +60,6 @@ class StdioTransport(Transport):
                 yield streams
         finally:
             tail.release_writer()
-
-    def open(self) -> AsyncIterator[Streams]:  # type: ignore[override]
-        return self._open()
 
     def describe(self) -> str:
         # Arguments are left out: `${VAR}` interpolation often puts tokens there.

@@ -60,6 +60,8 @@ class Transport(ABC):
 
     async def settle(self) -> None:
         """Wait briefly for the server's last words after it stopped."""
+        return None
 
     def release(self) -> None:
         """Free what `open()` may have left behind (idempotent)."""
+        return None

@@ -36,6 +36,7 @@ from anthropic.types import (
     UserMessageParam,
 )
 
+from assembler.urls import display_url
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
@@ -224,7 +225,7 @@ class AnthropicProvider:
         if streaming and isinstance(e, anthropic.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, anthropic.APIConnectionError):
-            return f"cannot reach {self._client.base_url}: {describe_cause(e)}"
+            return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
         return describe_cause(e)
 
 

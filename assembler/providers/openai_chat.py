@@ -24,6 +24,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from assembler.urls import display_url
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
@@ -183,7 +184,7 @@ class OpenAIChatProvider:
         if streaming and isinstance(e, openai.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, openai.APIConnectionError):
-            return f"cannot reach {self._client.base_url}: {describe_cause(e)}"
+            return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
         if isinstance(e, openai.APIError):
             return one_line(f"the server reported an error: {error_detail(e.body, e.message)}")
         return describe_cause(e)

@@ -24,12 +24,17 @@ def _call_dict(call: ToolCall) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunStart:
+    """`endpoint` is the model's base URL (credentials removed) when the manifest or
+    `--model` redirect the provider away from its default, so it is never unseen."""
+
     kind: ClassVar[str] = "run_start"
     prompt: str
     model: str
+    endpoint: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.kind, "prompt": self.prompt, "model": self.model}
+        data = {"type": self.kind, "prompt": self.prompt, "model": self.model}
+        return {**data, "endpoint": self.endpoint} if self.endpoint else data
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
-from assembler.errors import RenderError
+from assembler.errors import ProviderError, RenderError
 from assembler.messages import (
     AssistantMessage,
     Message,
@@ -30,6 +30,7 @@ from assembler.messages import (
 )
 from assembler.providers.base import ModelProvider
 from assembler.runner.events import (
+    ErrorEvent,
     Event,
     RunEnd,
     RunStart,
@@ -88,6 +89,8 @@ class AgentRunner:
         self.trace = trace
         self.messages: list[Message] = []
         self.usage = Usage()
+        self.label = provider.name
+        self.endpoint = ""
 
     def current_system_prompt(self) -> str:
         """Ask the provider for this turn's prompt; it must be a non-empty `str`."""
@@ -104,7 +107,7 @@ class AgentRunner:
         """Run one prompt to the end, yielding events; the last is always `RunEnd`
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
-        yield RunStart(prompt, self.model_name)
+        yield RunStart(prompt, self.label, self.endpoint)
         await self.hooks.on_run_start(prompt)
         self.messages.append(UserMessage(prompt))
         consecutive_blocks = 0
@@ -118,11 +121,18 @@ class AgentRunner:
                 yield TurnStart(turn)
                 await self.hooks.on_turn_start(turn)
                 done: ResponseDone | None = None
-                async for event in self._request():
-                    if isinstance(event, TextDelta):
-                        yield TextDeltaEvent(event.text)
-                    else:
-                        done = event
+                try:
+                    async for event in self._request():
+                        if isinstance(event, TextDelta):
+                            yield TextDeltaEvent(event.text)
+                        else:
+                            done = event
+                except ProviderError as e:
+                    # The model endpoint failed (after the SDK's own retries): the run
+                    # ends, the conversation stays valid, the next prompt may succeed.
+                    yield ErrorEvent(str(e), type(e).__name__)
+                    reason, note = "error", str(e)
+                    break
                 assert done is not None  # _request always ends with ResponseDone
                 message = done.message
                 self.messages.append(message)
@@ -185,31 +195,41 @@ class AgentRunner:
     async def _execute_all(self, turn: int, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
         """Run the calls of one message concurrently; results keep the model's order.
 
-        If the run is cancelled mid-way, every call still gets a result message, so
-        the conversation stays valid for the next prompt.
+        Every call gets a result message and a trace record, even when the run stops
+        here: cancelled by the user, or an extension's `tool_result` handler failed
+        (the call may have run; the trace must say so). Then the error propagates.
         """
-        tasks = [asyncio.ensure_future(self._execute(turn, call)) for call in calls]
+        records = [ToolCallRecord(turn=turn, call=call) for call in calls]
+        tasks = [asyncio.ensure_future(self._execute(record)) for record in records]
         try:
-            records = list(await asyncio.gather(*tasks))
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         except asyncio.CancelledError:
             for task in tasks:
                 task.cancel()
-            for call in calls:
-                self.messages.append(
-                    ToolResultMessage(call.id, call.name, "cancelled by the user", is_error=True)
-                )
+            for record in records:
+                if record.final is None:
+                    record.final = ToolResult("cancelled by the user", is_error=True)
+            self._conclude(records)
             raise
+        self._conclude(records)
+        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if failure is not None:
+            raise failure
+        return records
+
+    def _conclude(self, records: list[ToolCallRecord]) -> None:
+        """Append each call's result message and write its trace record, in order."""
         for record in records:
-            final = record.final or ToolResult("", is_error=True)
+            final = record.final or ToolResult("the call did not finish", is_error=True)
+            record.final = final
             self.messages.append(
                 ToolResultMessage(record.call.id, record.call.name, final.content, final.is_error)
             )
             if self.trace is not None:
                 self.trace(record)
-        return records
 
-    async def _execute(self, turn: int, call: ToolCall) -> ToolCallRecord:
-        record = ToolCallRecord(turn=turn, call=call)
+    async def _execute(self, record: ToolCallRecord) -> ToolCallRecord:
+        call = record.call
         started = time.perf_counter()
         if call.arguments is None:
             record.final = ToolResult(
@@ -241,8 +261,13 @@ class AgentRunner:
         except Exception as e:  # a tool's own bug must not end the run
             raw = ToolResult(f"tool `{call.name}` failed: {type(e).__name__}: {e}", is_error=True)
         record.raw_result = raw
-        outcome = await self.hooks.after_tool_result(call, raw)
+        record.duration_ms = (time.perf_counter() - started) * 1000
+        try:
+            outcome = await self.hooks.after_tool_result(call, raw)
+        except Exception as e:
+            record.final = ToolResult(f"the result was withheld: {e}", is_error=True)
+            record.notes.append(f"tool_result processing failed: {e}")
+            raise
         record.final = outcome.result
         record.rewritten_by = outcome.rewritten_by
-        record.duration_ms = (time.perf_counter() - started) * 1000
         return record

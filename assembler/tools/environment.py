@@ -40,9 +40,7 @@ def is_secret_name(name: str) -> bool:
     )
 
 
-def scrub_environment(
-    env: Mapping[str, str], also: Iterable[str] = ()
-) -> dict[str, str]:
+def scrub_environment(env: Mapping[str, str], also: Iterable[str] = ()) -> dict[str, str]:
     """A copy of `env` without provider credentials, variables named like secrets, and
     the variables named in `also` (the manifest's `api_key_env`, whatever its name)."""
     extra = {name.upper() for name in also}

@@ -1,27 +1,22 @@
-"""JSON schemas for a Python tool's parameters: from live type hints, or from source.
+"""JSON schemas for a Python tool's parameters, and how to convert values back.
 
-The same function is described twice. `hint_schema` reads the type objects of the
-imported function (what will run); `SourceTypes` reads the annotation expressions in
-its source, for `assemble render --dry-run`, which must not import project code. The
-dry-run prompt has to equal the real one, so both paths build every schema through
-the same small constructors below (equal dicts, equal key order) and share one
-docstring parser. Where the source alone cannot say what a type is (a project class,
-an Enum, a TypedDict), `SourceTypes` says so instead of guessing.
+`hint_schema` reads the type objects of the imported function (what will run);
+`python_source_types.SourceTypes` reads the annotation expressions in its source, for
+`assemble render --dry-run`, which must not import project code. The dry-run prompt
+has to equal the real one, so both build every schema through the small constructors
+below (equal dicts, equal key order).
 """
 
 from __future__ import annotations
 
-import ast
-import builtins
 import dataclasses
 import enum
 import math
-import re
 import types
 import typing
 from collections import abc
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Schema = dict[str, Any]
@@ -34,149 +29,6 @@ class SchemaError(Exception):
 
 class RuntimeOnly(SchemaError):
     """A type the source alone cannot identify: importing the module would tell."""
-
-
-# --- docstrings ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Docstring:
-    """A docstring split into the prose the model reads and per-parameter notes."""
-
-    description: str = ""
-    params: Mapping[str, str] = field(default_factory=dict)
-
-
-_GOOGLE_PARAMS = {
-    "args",
-    "arguments",
-    "parameters",
-    "params",
-    "keyword args",
-    "keyword arguments",
-    "other parameters",
-}
-_GOOGLE_OTHER = {"returns", "return", "yields", "yield", "raises", "raise"}
-_NUMPY_PARAMS = {"parameters", "other parameters"}
-_NUMPY_SECTIONS = {*_NUMPY_PARAMS, "returns", "yields", "receives", "raises", "warns"}
-_GOOGLE_HEADER = re.compile(r"([A-Za-z][A-Za-z ]*?)\s*:\s*")
-_GOOGLE_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)")
-_REST_FIELD = re.compile(
-    r":(?:param|parameter|arg|argument|key|keyword|type|raises?|except|exception"
-    r"|returns?|rtype|yields?|ytype|meta)\b"
-)
-_REST_PARAM = re.compile(r":(?:param|parameter|arg|argument|key|keyword)\s+([^:]+?)\s*:(.*)")
-_NUMPY_RULE = re.compile(r"-{3,}")
-_NUMPY_ENTRY = re.compile(r"(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?")
-
-
-def parse_docstring(doc: str | None) -> Docstring:
-    """Description and parameter notes of a docstring already cleaned by
-    `inspect.cleandoc` (which is what `ast.get_docstring(clean=True)` returns too).
-
-    The description is everything before the first section that documents the
-    signature: Google `Args:`/`Returns:`/`Raises:`, reST `:param x:` fields, NumPy
-    `Parameters` over a dashed rule. Parameter notes come from any of the three styles.
-    """
-    if not doc:
-        return Docstring()
-    lines = [line.rstrip() for line in doc.splitlines()]
-    end = next((i for i in range(len(lines)) if _section_kind(lines, i)), len(lines))
-    description = "\n".join(lines[:end]).strip()
-    params: dict[str, str] = {}
-    for index in range(end, len(lines)):
-        kind = _section_kind(lines, index)
-        if kind == "google-params":
-            params.update(_google_params(lines, index + 1))
-        elif kind == "numpy-params":
-            params.update(_numpy_params(lines, index + 2))
-        elif kind == "rest":
-            found = _REST_PARAM.fullmatch(lines[index])
-            if found:
-                name = found.group(1).split()[-1].lstrip("*")
-                params[name] = _join([found.group(2), *_indented_after(lines, index + 1)])
-    return Docstring(description, {k: v for k, v in params.items() if v})
-
-
-def _section_kind(lines: Sequence[str], index: int) -> str:
-    """What the line at `index` starts: a parameter section, another signature
-    section, a reST field, or nothing ("")."""
-    line = lines[index]
-    if not line or line[0].isspace():
-        return ""
-    header = _GOOGLE_HEADER.fullmatch(line)
-    if header:
-        title = header.group(1).lower()
-        if title in _GOOGLE_PARAMS:
-            return "google-params"
-        if title in _GOOGLE_OTHER:
-            return "google"
-    following = lines[index + 1] if index + 1 < len(lines) else ""
-    if _NUMPY_RULE.fullmatch(following.strip()) and line.strip().lower() in _NUMPY_SECTIONS:
-        return "numpy-params" if line.strip().lower() in _NUMPY_PARAMS else "numpy"
-    if _REST_FIELD.match(line):
-        return "rest"
-    return ""
-
-
-def _google_params(lines: Sequence[str], start: int) -> Iterator[tuple[str, str]]:
-    """Entries of a Google section: `name (type): text`, continued on deeper lines."""
-    entry_indent: int | None = None
-    name = ""
-    text: list[str] = []
-    for line in lines[start:]:
-        if not line:
-            continue
-        indent = len(line) - len(line.lstrip())
-        if indent == 0:
-            break
-        if entry_indent is None:
-            entry_indent = indent
-        found = _GOOGLE_ENTRY.fullmatch(line.strip()) if indent <= entry_indent else None
-        if found:
-            if name:
-                yield name, _join(text)
-            name, text = found.group(1), [found.group(2)]
-        elif name:
-            text.append(line)
-    if name:
-        yield name, _join(text)
-
-
-def _numpy_params(lines: Sequence[str], start: int) -> Iterator[tuple[str, str]]:
-    """Entries of a NumPy section: `name : type` lines, the text indented below."""
-    index = start
-    while index < len(lines):
-        line = lines[index]
-        if line and not line[0].isspace():
-            if _section_kind(lines, index) or (
-                index + 1 < len(lines) and _NUMPY_RULE.fullmatch(lines[index + 1].strip())
-            ):
-                return
-            found = _NUMPY_ENTRY.fullmatch(line)
-            text = _indented_after(lines, index + 1)
-            if found:
-                for name in found.group(1).split(","):
-                    yield name.strip().lstrip("*"), _join(text)
-            index += 1 + len(text)
-        else:
-            index += 1
-
-
-def _indented_after(lines: Sequence[str], start: int) -> list[str]:
-    """The indented (or blank) lines from `start` up to the next unindented one."""
-    taken: list[str] = []
-    for line in lines[start:]:
-        if line and not line[0].isspace():
-            break
-        taken.append(line)
-    while taken and not taken[-1]:
-        taken.pop()
-    return taken
-
-
-def _join(parts: Sequence[str]) -> str:
-    return " ".join(" ".join(parts).split())
 
 
 # --- constructors shared by both paths ----------------------------------------------
@@ -310,7 +162,8 @@ def _json_type(value: Any) -> str:
     return next(name for kind, name in _JSON_TYPES if isinstance(value, kind))
 
 
-def _is_primitive(value: Any) -> bool:
+def is_primitive(value: Any) -> bool:
+    """A JSON string, number, bool or null (an Enum member is not, whatever its value)."""
     return value is None or (
         isinstance(value, bool | int | str | float)
         and not isinstance(value, enum.Enum)
@@ -320,7 +173,7 @@ def _is_primitive(value: Any) -> bool:
 
 def _enum_uses_values(kind: type[enum.Enum]) -> bool:
     """An Enum is offered by its values when JSON can hold them all, else by names."""
-    return all(_is_primitive(member.value) for member in kind)
+    return all(is_primitive(member.value) for member in kind)
 
 
 # --- live type hints -----------------------------------------------------------------
@@ -344,7 +197,6 @@ _SEQUENCES: tuple[Any, ...] = (
 )
 _SETS: tuple[Any, ...] = (set, frozenset, abc.Set, abc.MutableSet)
 _MAPPINGS: tuple[Any, ...] = (dict, abc.Mapping, abc.MutableMapping)
-_LITERAL_VALUE = bool | int | float | str | None
 _FIELD_WRAPPERS = (typing.Required, typing.NotRequired)
 
 
@@ -372,7 +224,7 @@ def _hint(hint: Any, seen: tuple[type, ...]) -> Derived:
     if origin is typing.Union or origin is types.UnionType:
         return _union([_hint(arg, seen) for arg in args])
     if origin is typing.Literal:
-        bad = [value for value in args if not _is_primitive(value)]
+        bad = [value for value in args if not is_primitive(value)]
         if bad:
             raise SchemaError(f"Literal value {bad[0]!r} is not a JSON string, number or bool")
         return Derived(enumeration(args))
@@ -558,234 +410,3 @@ def _fields_converter(fields: Mapping[str, Derived], kind: type | None) -> Conve
         return items if kind is None else kind(**items)
 
     return convert
-
-
-# --- annotations in source -----------------------------------------------------------
-
-_SCALAR_NAMES = {
-    "builtins.str": "string",
-    "builtins.int": "integer",
-    "builtins.float": "number",
-    "builtins.bool": "boolean",
-    "types.NoneType": "null",
-}
-_ANY_NAMES = {"typing.Any", "builtins.object"}
-_SEQUENCE_NAMES = {
-    "builtins.list",
-    "typing.List",
-    *(
-        f"{module}.{name}"
-        for module in ("typing", "collections.abc")
-        for name in ("Sequence", "MutableSequence", "Collection", "Iterable")
-    ),
-}
-_SET_NAMES = {
-    "builtins.set",
-    "typing.Set",
-    "typing.AbstractSet",
-    "collections.abc.Set",
-    "typing.MutableSet",
-    "collections.abc.MutableSet",
-}
-_FROZENSET_NAMES = {"builtins.frozenset", "typing.FrozenSet"}
-_TUPLE_NAMES = {"builtins.tuple", "typing.Tuple"}
-_MAPPING_NAMES = {
-    "builtins.dict",
-    "typing.Dict",
-    "typing.Mapping",
-    "collections.abc.Mapping",
-    "typing.MutableMapping",
-    "collections.abc.MutableMapping",
-}
-
-
-class SourceTypes:
-    """Reads annotation and default expressions of one parsed module, statically.
-
-    A name is recognised by how the module binds it: imported from `typing` or
-    `collections.abc`, a builtin the module does not rebind, or a module-level alias
-    (`Unit = Literal["m", "km"]`) of something recognisable. Anything else raises
-    `RuntimeOnly`.
-    """
-
-    def __init__(self, tree: ast.Module) -> None:
-        self._bindings: dict[str, list[ast.AST | str]] = {}
-        for statement in tree.body:
-            self._bind_statement(statement)
-        self._expanding: set[str] = set()
-
-    def _bind(self, name: str, target: ast.AST | str) -> None:
-        self._bindings.setdefault(name, []).append(target)
-
-    def _bind_statement(self, statement: ast.stmt) -> None:
-        if isinstance(statement, ast.Import):
-            for alias in statement.names:
-                if alias.asname:
-                    self._bind(alias.asname, alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    self._bind(top, top)
-        elif isinstance(statement, ast.ImportFrom):
-            prefix = "." * statement.level + (statement.module or "")
-            for alias in statement.names:
-                self._bind(alias.asname or alias.name, f"{prefix}.{alias.name}")
-        elif isinstance(statement, ast.Assign):
-            simple = len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
-            for target in statement.targets:
-                for node in ast.walk(target):
-                    if isinstance(node, ast.Name):
-                        self._bind(node.id, statement.value if simple else statement)
-        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            self._bind(statement.target.id, statement.value or statement)
-        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            self._bind(statement.name, statement)
-        else:
-            # Names bound inside `if`, `try`, loops...: which binding wins is only
-            # known at run time, so record them as unknowable.
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    self._bind(node.id, statement)
-                elif isinstance(node, ast.alias):
-                    self._bind(node.asname or node.name.split(".")[0], statement)
-                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    self._bind(node.name, statement)
-
-    def qualify(self, node: ast.expr) -> str | None:
-        """The dotted name an expression refers to (`typing.Optional`), or None;
-        `typing_extensions` names count as `typing` ones."""
-        name = self._dotted(node)
-        if name and name.startswith("typing_extensions."):
-            return "typing." + name.removeprefix("typing_extensions.")
-        return name
-
-    def _dotted(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Attribute):
-            base = self._dotted(node.value)
-            return f"{base}.{node.attr}" if base else None
-        if not isinstance(node, ast.Name):
-            return None
-        bound = self._bindings.get(node.id)
-        if bound is None:
-            return f"builtins.{node.id}" if hasattr(builtins, node.id) else None
-        if len(bound) == 1 and isinstance(bound[0], str):
-            return bound[0]
-        return None
-
-    def alias(self, node: ast.expr) -> ast.expr | None:
-        """The value of a module-level `Name = <expr>` the node refers to, if unique."""
-        if isinstance(node, ast.Name):
-            bound = self._bindings.get(node.id, [])
-            if len(bound) == 1 and isinstance(bound[0], ast.expr):
-                return bound[0]
-        return None
-
-    def annotation(self, node: ast.expr | None) -> Schema:
-        """The schema `hint_schema` gives for this annotation at run time."""
-        if node is None:
-            return {}
-        if isinstance(node, ast.Constant):
-            if node.value is None:
-                return scalar("null")
-            if isinstance(node.value, str):
-                try:
-                    parsed = ast.parse(node.value.strip(), mode="eval").body
-                except SyntaxError:
-                    raise RuntimeOnly(node.value) from None
-                return self.annotation(parsed)
-            raise RuntimeOnly(ast.unparse(node))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            return union([self.annotation(node.left), self.annotation(node.right)])
-        if isinstance(node, ast.Subscript):
-            return self._generic(node)
-        name = self.qualify(node)
-        if name is None:
-            return self._expand_alias(node)
-        if name in _ANY_NAMES:
-            return {}
-        if name in _SCALAR_NAMES:
-            return scalar(_SCALAR_NAMES[name])
-        if name in _SEQUENCE_NAMES or name in _TUPLE_NAMES:
-            return array(None)
-        if name in _SET_NAMES or name in _FROZENSET_NAMES:
-            return array(None, unique=True)
-        if name in _MAPPING_NAMES:
-            return mapping(None)
-        raise RuntimeOnly(ast.unparse(node))
-
-    def _expand_alias(self, node: ast.expr) -> Schema:
-        value = self.alias(node)
-        key = ast.unparse(node)
-        if value is None or key in self._expanding:
-            raise RuntimeOnly(key)
-        self._expanding.add(key)
-        try:
-            return self.annotation(value)
-        finally:
-            self._expanding.discard(key)
-
-    def _generic(self, node: ast.Subscript) -> Schema:
-        name = self.qualify(node.value)
-        args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if name == "typing.Annotated":
-            schema = self.annotation(args[0])
-            return described(schema, self._annotated_note(args[1:], node))
-        if name == "typing.Optional":
-            return union([self.annotation(args[0]), scalar("null")])
-        if name == "typing.Union":
-            return union([self.annotation(arg) for arg in args])
-        if name == "typing.Literal":
-            return enumeration(list(self._literal_values(args)))
-        if name in _TUPLE_NAMES:
-            if len(args) == 2 and isinstance(args[1], ast.Constant) and args[1].value is ...:
-                return array(self.annotation(args[0]))
-            if isinstance(node.slice, ast.Tuple) and not args:
-                return array(None)
-            return fixed_array([self.annotation(arg) for arg in args])
-        if name in _SEQUENCE_NAMES:
-            return array(self.annotation(args[0]))
-        if name in _SET_NAMES or name in _FROZENSET_NAMES:
-            return array(self.annotation(args[0]), unique=True)
-        if name in _MAPPING_NAMES and len(args) == 2:
-            if self.qualify(args[0]) not in ("builtins.str", "typing.Any"):
-                raise SchemaError(
-                    f"`{ast.unparse(node)}`: JSON object keys are strings, use `str` keys"
-                )
-            return mapping(self.annotation(args[1]))
-        raise RuntimeOnly(ast.unparse(node))
-
-    def _annotated_note(self, metadata: Sequence[ast.expr], node: ast.expr) -> str | None:
-        """The first string in `Annotated[...]` metadata, as `typing` would find it."""
-        for item in metadata:
-            if isinstance(item, ast.Constant):
-                if isinstance(item.value, str):
-                    return item.value
-                continue
-            raise RuntimeOnly(ast.unparse(node))
-        return None
-
-    def _literal_values(self, args: Sequence[ast.expr]) -> Iterator[Any]:
-        for arg in args:
-            if isinstance(arg, ast.Subscript) and self.qualify(arg.value) == "typing.Literal":
-                inner = arg.slice
-                yield from self._literal_values(
-                    list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
-                )
-                continue
-            try:
-                value = ast.literal_eval(arg)
-            except ValueError:
-                raise RuntimeOnly(ast.unparse(arg)) from None
-            if not _is_primitive(value):
-                raise SchemaError(f"Literal value {value!r} is not a JSON string, number or bool")
-            yield value
-
-    def default(self, node: ast.expr) -> Any:
-        """The value of a default expression: a literal, or a module-level name bound
-        once to a literal. Anything else (a call, an Enum member) raises `RuntimeOnly`."""
-        target = self.alias(node) if isinstance(node, ast.Name) else node
-        if target is None:
-            raise RuntimeOnly(ast.unparse(node))
-        try:
-            return ast.literal_eval(target)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise RuntimeOnly(ast.unparse(node)) from None

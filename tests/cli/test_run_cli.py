@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,22 @@ def _spawn(shipping: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+def live_processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains `marker` and that are not zombies."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker.encode() in cmdline and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
 def test_interactive_session_continues_the_conversation_and_exits(shipping: Path) -> None:
     write_script(shipping, "- text: first answer\n- text: second answer\n")
     process = _spawn(shipping, "--model", "scripted:short.script.yaml")
@@ -148,25 +165,33 @@ def test_interactive_session_continues_the_conversation_and_exits(shipping: Path
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="scans /proc")
 def test_ctrl_c_cancels_the_turn_not_the_session(shipping: Path) -> None:
+    seconds = f"30.{uuid.uuid4().int % 10**9:09d}"  # a `sleep` no other process is running
     write_script(
         shipping,
-        "- tool_calls: [{name: bash, arguments: {command: sleep 30}}]\n- text: after the cancel\n",
+        f"- tool_calls: [{{name: bash, arguments: {{command: sleep {seconds}}}}}]\n"
+        "- text: after the cancel\n",
     )
     process = _spawn(shipping, "--model", "scripted:short.script.yaml")
     assert process.stdin is not None and process.stderr is not None
-    process.stdin.write("start the slow thing\n")
-    process.stdin.flush()
-    seen = ""
-    deadline = time.monotonic() + 30
-    while "→ bash" not in seen and time.monotonic() < deadline:
-        seen += process.stderr.readline()
-    assert "→ bash" in seen
-    time.sleep(0.3)
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate("next question\n/exit\n", timeout=30)
-    assert time.monotonic() - started < 20
+    try:
+        process.stdin.write("start the slow thing\n")
+        process.stdin.flush()
+        # Ctrl-C must arrive while the tool runs: wait until its `sleep` exists
+        deadline = time.monotonic() + 30
+        while not live_processes_with(seconds) and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.05)
+        assert live_processes_with(seconds), "the bash tool never started its command"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate("next question\n/exit\n", timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 0, err
+    assert "→ bash" in err
     assert "(turn cancelled)" in err
     assert "after the cancel" in out
+    assert live_processes_with(seconds) == []

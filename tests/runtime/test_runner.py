@@ -166,14 +166,18 @@ def test_tool_calls_of_one_message_run_concurrently_and_return_in_issued_order()
         second_started.set()
         return ToolResult("second finished")
 
-    tools = [Tool(name, name, {"type": "object"}, fn) for name, fn in (("first", first), ("second", second))]
+    tools = [
+        Tool(name, name, {"type": "object"}, fn)
+        for name, fn in (("first", first), ("second", second))
+    ]
     both = AssistantMessage(tool_calls=(ToolCall("c1", "first", {}), ToolCall("c2", "second", {})))
     model = ScriptedModel([both, text("done")])
     events = run(make_runner(model, ToolRegistry(tools)))
     results = [e for e in events if isinstance(e, ToolResultEvent)]
-    assert [(r.call.id, r.result.content) for r in results] == [
-        ("c1", "first finished"),
-        ("c2", "second finished"),
+    # `second` finished first, yet the results keep the order the calls were issued in
+    assert [(r.call.id, r.content, r.is_error) for r in results] == [
+        ("c1", "first finished", False),
+        ("c2", "second finished", False),
     ]
     sent = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert [(m.tool_call_id, m.content) for m in sent] == [
