@@ -419,6 +419,8 @@ def test_extensions_are_checked_for_a_setup_function(project: Path) -> None:
         },
     )
     assert lines == [
+        "agent.yaml:5:11: error: `good:setup` must be a plain function, not `async def` "
+        "[extensions[0].path]",
         "agent.yaml:6:11: error: `bad` has no top-level function `setup` [extensions[1].path]",
         "agent.yaml:7:11: error: extension file ext/gone.py not found [extensions[2].path]",
         "agent.yaml:8:13: warning: `ext_pkg:setup` is assigned or imported, not defined with "

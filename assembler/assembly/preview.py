@@ -163,7 +163,7 @@ async def preview_live(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,
-            diagnostics=agent.diagnostics,
+            diagnostics=(*agent.diagnostics, *agent.assembly.poll()),
             memory=tuple(_describe(entry) for entry in selected),
         )
     finally:

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from assembler.errors import Issue
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A manifest that validated, and the warnings that were printed for it."""
+
+    manifest: Manifest
+    issues: tuple[Issue, ...] = ()
 
 
 def resource_options(function: F) -> F:
@@ -70,15 +80,23 @@ def loader_flags(params: dict[str, Any]) -> LoaderFlags:
 def load(manifest: Path, flags: LoaderFlags) -> Manifest:
     """Load with the same checks and messages as `assemble validate`; warnings go to
     stderr, errors raise (and the CLI prints them once, in `main`)."""
+    return load_reporting(manifest, flags).manifest
+
+
+def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str = "error") -> Loaded:
+    """`load`, also returning the warnings it printed, so a caller does not print them
+    twice; `unset_variables="warning"` for a dry run, which needs no secrets."""
     from assembler.errors import ManifestError
     from assembler.validation.validator import validate_file
 
-    report = validate_file(manifest, unset_variables="error", explicit_skills=flags.explicit_skills)
+    report = validate_file(
+        manifest, unset_variables=unset_variables, explicit_skills=flags.explicit_skills
+    )
     if report.has_errors or report.manifest is None:
         raise ManifestError(report.issues)
     for issue in report.issues:
         click.echo(issue.format(), err=True)
-    return report.manifest
+    return Loaded(report.manifest, report.issues)
 
 
 def ask_trust(directory: Path, code: list[str]) -> bool:

@@ -9,6 +9,7 @@ convention); a traceback is a bug.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -103,6 +104,16 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except Exception as e:  # a bug of ours: still one line, with a way to see more
+        if os.environ.get("ASSEMBLER_DEBUG"):
+            raise
+        click.echo(
+            f"internal error: {type(e).__name__}: {e}\n"
+            "This is a bug in agent-assembler; run again with ASSEMBLER_DEBUG=1 to see "
+            "the traceback, and please report it.",
+            err=True,
+        )
+        sys.exit(70)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,14 @@ def _policy(manifest: Manifest) -> MemoryPolicy:
     return manifest.memory
 
 
-def _open(manifest_path: Path) -> tuple[Manifest, MemoryStore]:
+def _open(manifest_path: Path, *, read_only: bool = False) -> tuple[Manifest, MemoryStore]:
+    """The manifest's store; `read_only` for commands that only look (they write no
+    index, lock file or directory)."""
     from assembler.memory.store import MemoryStore
 
     manifest = load(manifest_path, LoaderFlags())
     policy = _policy(manifest)
-    return manifest, MemoryStore.open(policy.store, policy)
+    return manifest, MemoryStore.open(policy.store, policy, read_only=read_only)
 
 
 @click.group()
@@ -48,7 +50,7 @@ def memory() -> None:
 @MANIFEST
 def list_(manifest: Path) -> None:
     """List the records: name, type and description."""
-    _, store = _open(manifest)
+    _, store = _open(manifest, read_only=True)
     for note in store.diagnostics:
         click.echo(f"warning: {note}", err=True)
     entries = store.catalog()
@@ -65,7 +67,7 @@ def show(manifest: Path, name: str) -> None:
     """Print one record as it is stored."""
     from assembler.memory.records import to_markdown
 
-    _, store = _open(manifest)
+    _, store = _open(manifest, read_only=True)
     record = store.get(name)
     if record is None:
         raise MemoryStoreError(f"no memory named `{name}` in {store.path}")

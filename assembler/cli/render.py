@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import ask_trust, load, loader_flags, resource_options
+from assembler.cli.common import ask_trust, load_reporting, loader_flags, resource_options
+from assembler.errors import RenderError
 
 if TYPE_CHECKING:
     from assembler.assembly.preview import Preview
@@ -77,8 +78,12 @@ def render(
     """Show the exact system prompt and tool schemas of MANIFEST's first request."""
     from assembler.assembly.preview import preview_dry_run, preview_live
 
+    if write_file is not None and check_file is not None:
+        raise click.UsageError("--write and --check exclude each other")
     flags = loader_flags(resources)
-    loaded = load(manifest, flags)
+    # a dry run needs no secrets: an unset ${VAR} is a warning, as in `validate`
+    shown = load_reporting(manifest, flags, unset_variables="warning" if dry_run else "error")
+    loaded = shown.manifest
     if dry_run:
         preview = preview_dry_run(loaded, flags, user_input=user_input)
     else:
@@ -94,7 +99,8 @@ def render(
             )
         )
     for issue in preview.diagnostics:
-        click.echo(issue.format(), err=True)
+        if issue not in shown.issues:  # validation already printed it
+            click.echo(issue.format(), err=True)
     for unknown in preview.unknowns:
         click.echo(f"dry run: {unknown}", err=True)
     workspace = str(loaded.workspace.resolve())
@@ -105,8 +111,11 @@ def render(
         else _text(preview, prompt_only)
     )
     if write_file is not None:
-        write_file.parent.mkdir(parents=True, exist_ok=True)
-        write_file.write_text(_portable(output, workspace), "utf-8")
+        try:
+            write_file.parent.mkdir(parents=True, exist_ok=True)
+            write_file.write_text(_portable(output, workspace), "utf-8")
+        except OSError as e:
+            raise RenderError(f"cannot write the snapshot {write_file}: {e.strerror or e}") from e
         click.echo(f"wrote {write_file}", err=True)
     elif check_file is not None:
         _check(check_file, _portable(output, workspace))
@@ -205,8 +214,18 @@ def estimate_tokens(text: str) -> int:
 
 
 def _portable(output: str, workspace: str) -> str:
-    """Snapshots replace the absolute workspace path, which differs per checkout."""
-    return output.replace(workspace, WORKSPACE_PLACEHOLDER)
+    """Snapshots replace the absolute workspace path, which differs per checkout.
+
+    Only whole occurrences: the path followed by a separator, a quote, whitespace or
+    the end, so `/work/ws` does not rewrite part of `/work/ws-old`, and a workspace
+    of `/` is left alone.
+    """
+    if workspace in ("", "/"):
+        return output
+    import re
+
+    pattern = re.escape(workspace) + r"(?=[/\s\"'`),:]|$)"
+    return re.sub(pattern, WORKSPACE_PLACEHOLDER, output, flags=re.M)
 
 
 def _check(snapshot_file: Path, output: str) -> None:
@@ -215,6 +234,8 @@ def _check(snapshot_file: Path, output: str) -> None:
     except FileNotFoundError:
         click.echo(f"no snapshot at {snapshot_file}; create it with --write", err=True)
         sys.exit(1)
+    except (OSError, UnicodeDecodeError) as e:
+        raise RenderError(f"cannot read the snapshot {snapshot_file}: {e}") from e
     if expected == output:
         click.echo(f"{snapshot_file}: prompt unchanged", err=True)
         return

@@ -35,11 +35,19 @@ from assembler.extensions.api import (
     TurnEvent,
 )
 from assembler.extensions.loader import LoadedExtension
-from assembler.messages import AssistantMessage, Message, ToolCall
+from assembler.messages import (
+    AssistantMessage,
+    ContextMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from assembler.runner.hooks import ALLOW, CallDecision, ResultOutcome
 from assembler.tools.base import ToolResult
 
 _PATCH_FIELDS = ("content", "details", "is_error", "usage")
+MESSAGE_TYPES = (UserMessage, ContextMessage, AssistantMessage, ToolResultMessage)
 
 
 @dataclass(frozen=True)
@@ -134,6 +142,13 @@ class ExtensionHooks:
                 raise ExtensionError(
                     f"extension `{subscription.extension}`: context handler returned "
                     f"{type(result).__name__}; expected a list of messages or None"
+                )
+            strays = [type(m).__name__ for m in result if not isinstance(m, MESSAGE_TYPES)]
+            if strays:
+                raise ExtensionError(
+                    f"extension `{subscription.extension}`: context handler returned a list "
+                    f"holding {', '.join(sorted(set(strays)))}; every item must be a message "
+                    "(assembler.messages)"
                 )
             current = list(result)
         return current

@@ -17,6 +17,7 @@ Anything wrong becomes a `ManifestError` with one `Issue`; nothing else escapes.
 from __future__ import annotations
 
 import os
+import stat
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -141,7 +142,10 @@ def read_manifest_text(path: Path, display: str | None = None) -> str:
     try:
         if path.is_dir():
             raise _error(shown, "is a directory, not a manifest file")
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            raise _error(shown, "is not a regular file")
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise _error(shown, f"file is {size:,} bytes; manifests are limited to 1 MiB")
         with path.open("rb") as handle:

@@ -4,14 +4,14 @@
 by live server connections; `MCPConnection` is one such connection. Deciding whether
 a project's stdio command may run at all (trust) happens before this package is used.
 
-Names are imported on first use: `assembler.mcp.urls` (`display_url`) and
-`assembler.mcp.environment` (`server_environment`) are needed without any server,
-and importing them must not load the MCP SDK.
+Names are imported on first use: `assembler.mcp.environment` (`server_environment`)
+is needed without any server, and importing it must not load the MCP SDK. URLs are
+shown through `assembler.urls.display_url`, which leaves out their credentials.
 
 Modules: `connection` (`MCPConnection`: start, list, call, close, what failures
 mean), `session_task` (the task owning the SDK session), `transport`, `stdio`,
 `http_transport` (how each kind of server is reached and how its failures read),
-`errlog` (a stdio server's stderr), `environment`, `urls`, `diagnostics`, `results`
+`errlog` (a stdio server's stderr), `environment`, `diagnostics`, `results`
 (tool results as text) and `toolset` (manifest sets to `Tool` objects).
 """
 
@@ -27,7 +27,7 @@ _EXPORTS = {
     "ToolClash": "assembler.mcp.toolset",
     "build_tool": "assembler.mcp.toolset",
     "connect_tool_sets": "assembler.mcp.toolset",
-    "display_url": "assembler.mcp.urls",
+    "display_url": "assembler.urls",
     "render_result": "assembler.mcp.results",
     "server_environment": "assembler.mcp.environment",
 }
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from assembler.mcp.environment import server_environment
     from assembler.mcp.results import render_result
     from assembler.mcp.toolset import MCPToolsets, ToolClash, build_tool, connect_tool_sets
-    from assembler.mcp.urls import display_url
+    from assembler.urls import display_url
 
 
 def __getattr__(name: str) -> Any:

@@ -38,8 +38,8 @@ from assembler.mcp.results import render_result
 from assembler.mcp.session_task import CLIENT_INFO, SessionTask
 from assembler.mcp.stdio import StdioTransport
 from assembler.mcp.transport import Transport
-from assembler.mcp.urls import display_url
 from assembler.tools.base import ToolContext, ToolResult
+from assembler.urls import display_url
 
 __all__ = [
     "BASE_ENVIRONMENT_POSIX",
@@ -105,10 +105,12 @@ class MCPConnection:
 
     @property
     def server_info(self) -> types.Implementation | None:
+        """The name and version the server gave when it initialised."""
         return self._task.server_info
 
     @property
     def instructions(self) -> str | None:
+        """The server's usage instructions from its initialisation, if any."""
         return self._task.instructions
 
     @property

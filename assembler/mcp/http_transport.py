@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError as ProtocolError
 
 from assembler.mcp.diagnostics import exception_text
 from assembler.mcp.transport import Transport
-from assembler.mcp.urls import display_url
+from assembler.urls import display_url
 
 if TYPE_CHECKING:
     from assembler.mcp.transport import Streams

@@ -87,6 +87,9 @@ def render_template(template: Template, variables: Mapping[str, Any], origin: st
         raise TemplateError(f"{origin}: {e}") from e
     except TemplateRuntimeError as e:
         raise TemplateError(f"{origin}: {e}") from e
+    except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError) as e:
+        # `{{ 1/0 }}`, `{{ range(10**9) }}`: the template's own mistake, not ours
+        raise TemplateError(f"{origin}: the template failed: {type(e).__name__}: {e}") from e
 
 
 def template_problems(section: str, text: str) -> list[TemplateProblem]:

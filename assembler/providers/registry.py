@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
@@ -130,14 +130,20 @@ def is_local_url(url: str | None) -> bool:
     return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
 
 
+CLIENT_OPTIONS = ("max_retries", "timeout", "headers")
+
+
+def _request_settings(config: ProviderConfig) -> ModelSettings:
+    """The manifest's settings, with every option that is not a client option
+    (`top_p`, `seed`, `reasoning_effort`, ...) sent in the request body as is."""
+    extra = {k: v for k, v in config.options.items() if k not in (*CLIENT_OPTIONS, "script")}
+    if not extra:
+        return config.settings
+    return replace(config.settings, extra={**config.settings.extra, **extra})
+
+
 def _sdk_options(config: ProviderConfig) -> dict[str, Any]:
-    """The options the SDK-backed providers accept: max_retries, timeout, headers."""
-    allowed = ("max_retries", "timeout", "headers")
-    unknown = sorted(set(config.options) - set(allowed))
-    if unknown:
-        raise ProviderError(
-            f"{config.name}: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-        )
+    """The client options of the SDK-backed providers: max_retries, timeout, headers."""
     out: dict[str, Any] = {}
     retries = config.options.get("max_retries")
     if retries is not None:
@@ -174,7 +180,7 @@ def _openai_factory(config: ProviderConfig) -> ModelProvider:
         config.model,
         api_key=api_key,
         base_url=config.base_url,
-        settings=config.settings,
+        settings=_request_settings(config),
         provider_name=config.provider,
         **_sdk_options(config),
     )
@@ -189,7 +195,7 @@ def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
         config.model,
         api_key=config.api_key("ANTHROPIC_API_KEY"),
         base_url=config.base_url,
-        settings=config.settings,
+        settings=_request_settings(config),
         provider_name=config.provider,
         **_sdk_options(config),
     )

@@ -175,6 +175,13 @@ def check_templates(ctx: CheckContext) -> Iterator[Issue]:
         elif isinstance(spec.get("file"), str):
             at = ("prompt", section, "file")
             file = ctx.resolve(spec["file"])
+            if not _inside_project(ctx, file):
+                yield ctx.issue(
+                    at,
+                    f"template file {spec['file']} is outside the manifest's directory and "
+                    "the workspace; a manifest may only put project files into the prompt",
+                )
+                continue
             try:
                 text = file.read_text("utf-8")
             except FileNotFoundError:
@@ -188,6 +195,35 @@ def check_templates(ctx: CheckContext) -> Iterator[Issue]:
                 yield Issue(shown, problem.line, 1, "error", problem.message, _fmt(at))
 
 
+def _inside_project(ctx: CheckContext, path: Path) -> bool:
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(root.resolve()) for root in (ctx.base, ctx.workspace()))
+
+
+def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
+    """Every name in a built-in set's `allow` must belong to the set: a typo there
+    would silently leave the agent without that tool."""
+    import difflib
+
+    from assembler.tools.names import BUILTIN_SETS
+
+    for index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
+        if not isinstance(item, dict) or "builtin" not in item or not isinstance(item.get("allow"), list):
+            continue
+        raw = item["builtin"]
+        names = raw if isinstance(raw, list) else [raw]
+        members = [m for n in names if isinstance(n, str) for m in BUILTIN_SETS.get(n, (n,))]
+        for position, allowed in enumerate(item["allow"]):
+            if isinstance(allowed, str) and allowed not in members:
+                hint = difflib.get_close_matches(allowed, members, n=1, cutoff=0.6)
+                suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
+                yield ctx.issue(
+                    ("tools", "sets", index, "allow", position),
+                    f"`{allowed}` is not in this set (it has {', '.join(f'`{m}`' for m in members)})"
+                    + suggestion,
+                )
+
+
 def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
     for index, raw in enumerate(_items(ctx.data.get("extensions"))):
         if not isinstance(raw, dict):
@@ -198,11 +234,13 @@ def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
             if not file.is_file():
                 yield ctx.issue(at, f"extension file {raw['path']} not found")
                 continue
-            found = check_source(file, "setup", file.stem)
+            found = check_source(file, "setup", file.stem, allow_async=False)
             yield from _resolution_issues(ctx, at, found.problem, found.uncertain)
         elif isinstance(raw.get("module"), str):
             at = ("extensions", index, "module")
-            found = resolve_definition(raw["module"], "setup", ctx.python_roots())
+            found = resolve_definition(
+                raw["module"], "setup", ctx.python_roots(), allow_async=False
+            )
             yield from _resolution_issues(ctx, at, found.problem, found.uncertain)
         elif isinstance(raw.get("entry_point"), str):
             at = ("extensions", index, "entry_point")
@@ -415,6 +453,7 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_templates,
     check_extensions,
     check_python_tools,
+    check_builtin_allow,
     check_mcp,
     check_context_files,
     check_tool_mentions,

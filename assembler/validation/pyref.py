@@ -71,7 +71,12 @@ def resolve_function(reference: str, roots: Sequence[Path]) -> Resolution:
 
 
 def resolve_definition(
-    module: str, name: str, roots: Sequence[Path], *, kind: str = "function"
+    module: str,
+    name: str,
+    roots: Sequence[Path],
+    *,
+    kind: str = "function",
+    allow_async: bool = True,
 ) -> Resolution:
     path, problem = find_module_source(module, roots)
     if problem:
@@ -80,11 +85,14 @@ def resolve_definition(
         return Resolution(
             uncertain=f"`{module}` is compiled; `{name}` cannot be checked statically"
         )
-    return check_source(path, name, module, kind)
+    return check_source(path, name, module, kind, allow_async=allow_async)
 
 
-def check_source(path: Path, name: str, module: str, kind: str = "function") -> Resolution:
-    """Parse `path` and look for a top-level `def name` (or `async def`)."""
+def check_source(
+    path: Path, name: str, module: str, kind: str = "function", *, allow_async: bool = True
+) -> Resolution:
+    """Parse `path` and look for a top-level `def name` (or `async def`, unless
+    `allow_async` is off: an extension's `setup` is called without an event loop)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError) as e:
@@ -92,6 +100,11 @@ def check_source(path: Path, name: str, module: str, kind: str = "function") -> 
         return Resolution(problem=f"cannot parse {path.name} ({reason})", source=path)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            if isinstance(node, ast.AsyncFunctionDef) and not allow_async:
+                return Resolution(
+                    problem=f"`{module}:{name}` must be a plain function, not `async def`",
+                    source=path,
+                )
             return Resolution(source=path)
         if isinstance(node, ast.ClassDef) and node.name == name:
             return Resolution(problem=f"`{module}:{name}` is a class, not a {kind}", source=path)

@@ -141,7 +141,16 @@ def _walk_yaml(root: Path) -> Iterable[Path]:
 
 
 def _looks_like_manifest(path: Path) -> bool:
+    """The schema modeline on the first lines, or a top-level `identity:` or
+    `version:` key (or a near-miss of `identity`, so a typo in it does not make the
+    file silently skipped). Special files (FIFOs, devices) are reported, not read."""
+    import difflib
+    import re
+    import stat
+
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return True  # validating it reports "not a regular file"
         with path.open("rb") as handle:
             head = handle.read(64 * 1024)
     except OSError:
@@ -149,4 +158,7 @@ def _looks_like_manifest(path: Path) -> bool:
     lines = head.decode("utf-8", "replace").splitlines()
     if any(SCHEMA_MARKER in line for line in lines[:3]):
         return True
-    return any(line.startswith("identity:") for line in lines)
+    keys = {m.group(1) for line in lines if (m := re.match(r"([A-Za-z_][\w-]*)\s*:", line))}
+    if keys & {"identity", "version"}:
+        return True
+    return bool(difflib.get_close_matches("identity", list(keys), n=1, cutoff=0.75))

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import os
+import queue
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any, ClassVar, cast
+
+import pytest
+
+from assembler.agent import Agent
+from assembler.rpc import serve
 
 
 def rpc(shipping: Path, requests: list[dict[str, object]], script: str) -> list[dict[str, object]]:
@@ -69,3 +83,298 @@ def test_system_prompt_and_reload(shipping: Path) -> None:
     assert prompt.startswith("## identity\n")
     reloaded = next(r for r in replies if r.get("id") == 2)["result"]
     assert reloaded["skills"] == ["fix-workflow"] and reloaded["context_files"] == ["AGENTS.md"]  # type: ignore[index]
+
+
+class Server:
+    """`assemble rpc` as a live process: send requests, read replies as they come."""
+
+    def __init__(self, shipping: Path, script: str) -> None:
+        (shipping / "agents" / "rpc.script.yaml").write_text(script)
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `kill`)
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "assembler", "rpc",
+                str(shipping / "agents" / "shipping-fixer.yaml"),
+                "--trust", "--no-session", "--model", "scripted:rpc.script.yaml",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+        )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.replies: list[dict[str, Any]] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def send(self, request: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+
+    def until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Read replies until one satisfies `done`; return it (all are kept in `replies`)."""
+        while True:
+            line = self.lines.get(timeout=60)  # a guard against hanging, not a timing check
+            assert line, f"the server exited early: {self.error_output()}"
+            reply = json.loads(line)
+            self.replies.append(reply)
+            if done(reply):
+                return reply
+
+    def final(self, ident: int) -> dict[str, Any]:
+        """The one result or error line for request `ident`, waiting for it if need be."""
+        for reply in self.replies:
+            if reply.get("id") == ident and ("result" in reply or "error" in reply):
+                return reply
+        return self.until(lambda r: r.get("id") == ident and ("result" in r or "error" in r))
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Close stdin, wait for the exit, return every reply."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        while line := self.lines.get(timeout=60):
+            self.replies.append(json.loads(line))
+        assert self.process.returncode == 0, self.error_output()
+        return self.replies
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
+        self.stderr.close()
+
+    def error_output(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
+
+
+@pytest.fixture
+def server(shipping: Path) -> Iterator[Callable[[str], Server]]:
+    started: list[Server] = []
+
+    def start(script: str) -> Server:
+        started.append(Server(shipping, script))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.kill()
+
+
+def processes_running(marker: str) -> list[str]:
+    """Command lines of live processes that mention `marker` (zombies have none)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in text:
+            found.append(text)
+    return found
+
+
+def wait_for_process(marker: str) -> None:
+    for _ in range(600):  # a guard: at most about 30 s
+        if processes_running(marker):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no process running {marker!r}")
+
+
+def is_event(ident: int, kind: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda r: r.get("id") == ident and r.get("event", {}).get("type") == kind
+
+
+def finals(replies: list[dict[str, Any]], ident: object) -> list[dict[str, Any]]:
+    return [r for r in replies if r.get("id") == ident and ("result" in r or "error" in r)]
+
+
+@pytest.fixture
+def sleeper() -> str:
+    """A `sleep` no other test (or other run of this one) starts: 30.<pid>17 seconds."""
+    return f"sleep 30.{os.getpid()}17"
+
+
+def test_cancel_stops_the_running_prompt_and_its_command(
+    server: Callable[[str], Server], sleeper: str
+) -> None:
+    rpc = server(
+        f"- tool_calls: [{{name: bash, arguments: {{command: '{sleeper}'}}}}]\n"
+        "- text: Still here.\n"
+    )
+    rpc.send({"id": 1, "method": "prompt", "params": {"text": "Wait."}})
+    rpc.until(is_event(1, "tool_call"))
+    wait_for_process(sleeper)
+    rpc.send({"id": 2, "method": "cancel"})
+    assert rpc.final(2)["result"] == {"cancelled": True}
+    assert rpc.final(1)["error"]["type"] == "Cancelled"
+    assert processes_running(sleeper) == []
+    rpc.send({"id": 3, "method": "prompt", "params": {"text": "Are you there?"}})
+    assert rpc.final(3)["result"]["text"] == "Still here."
+    rpc.send({"id": 4, "method": "cancel"})
+    assert rpc.final(4)["result"] == {"cancelled": False}
+    replies = rpc.finish()
+    for ident in (1, 2, 3, 4):
+        assert len(finals(replies, ident)) == 1
+    assert processes_running(sleeper) == []
+
+
+def test_cancel_reaches_the_prompt_past_a_waiting_request(
+    server: Callable[[str], Server], sleeper: str
+) -> None:
+    rpc = server(f"- tool_calls: [{{name: bash, arguments: {{command: '{sleeper}'}}}}]\n")
+    rpc.send({"id": 1, "method": "prompt", "params": {"text": "Wait."}})
+    rpc.until(is_event(1, "tool_call"))
+    wait_for_process(sleeper)
+    rpc.send({"id": 2, "method": "tools"})
+    rpc.send({"id": 3, "method": "cancel"})
+    assert rpc.final(3)["result"] == {"cancelled": True}
+    assert rpc.final(1)["error"]["type"] == "Cancelled"
+    tools = rpc.final(2)["result"]
+    assert [t["name"] for t in tools] == ["read", "bash", "edit"]
+    replies = rpc.finish()
+    # `tools` waited for the prompt: its answer comes after the prompt's.
+    assert replies.index(finals(replies, 1)[0]) < replies.index(finals(replies, 2)[0])
+    assert processes_running(sleeper) == []
+
+
+# Waits (at most about 30 s) until the test creates `go` in the workspace.
+WAIT_FOR_GO = "for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+
+
+def test_a_prompt_sent_while_another_runs_is_answered_after_it(
+    server: Callable[[str], Server], shipping: Path
+) -> None:
+    rpc = server(
+        f"- tool_calls: [{{name: bash, arguments: {{command: '{WAIT_FOR_GO}'}}}}]\n"
+        "- text: First done.\n"
+        "- text: Second done.\n"
+    )
+    rpc.send({"id": 1, "method": "prompt", "params": {"text": "First."}})
+    rpc.until(is_event(1, "tool_call"))
+    rpc.send({"id": 2, "method": "prompt", "params": {"text": "Second."}})
+    rpc.send({"id": 3, "method": "messages"})
+    (shipping / "examples" / "shipping" / "go").touch()
+    replies = rpc.finish()
+    first, second, messages = (finals(replies, i) for i in (1, 2, 3))
+    assert first[0]["result"]["text"] == "First done."
+    assert second[0]["result"]["text"] == "Second done."
+    first_at = replies.index(first[0])
+    assert all(replies.index(r) > first_at for r in replies if r.get("id") == 2)
+    assert replies.index(messages[0]) > replies.index(second[0])
+    assert [m["role"] for m in messages[0]["result"]] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant",
+    ]  # fmt: skip
+
+
+def test_shutdown_waits_for_the_running_prompt(
+    server: Callable[[str], Server], shipping: Path
+) -> None:
+    rpc = server(
+        f"- tool_calls: [{{name: bash, arguments: {{command: '{WAIT_FOR_GO}'}}}}]\n- text: Done.\n"
+    )
+    rpc.send({"id": 1, "method": "prompt", "params": {"text": "Work."}})
+    rpc.until(is_event(1, "tool_call"))
+    rpc.send({"id": 2, "method": "shutdown"})
+    rpc.send({"id": 3, "method": "tools"})
+    assert rpc.final(3)["error"]["type"] == "ShuttingDown"
+    (shipping / "examples" / "shipping" / "go").touch()
+    assert rpc.final(1)["result"]["text"] == "Done."
+    assert rpc.final(2)["result"] == {"ok": True}
+    rpc.process.wait(timeout=60)  # the server stops without waiting for the end of input
+    replies = rpc.finish()
+    assert replies.index(finals(replies, 1)[0]) < replies.index(finals(replies, 2)[0])
+
+
+def test_every_bad_request_gets_exactly_one_error(shipping: Path) -> None:
+    requests: list[object] = [
+        {"id": 1, "method": "prompt", "params": {"text": "hi", "max_turns": "5"}},
+        {"id": 2, "method": "prompt", "params": {"text": "hi", "max_turns": 0}},
+        {"id": 3, "method": "prompt", "params": "x"},
+        {"id": 4, "method": "prompt", "params": {"text": ""}},
+        {"id": 5, "method": "prompt", "params": {"text": "hi", "max_turns": True}},
+        {"id": 6, "method": "prompt"},
+        {"id": 7, "method": "tools", "params": [1]},
+        {"id": 8, "method": "cancel", "params": 5},
+        {"id": 9, "method": "nope"},
+        {"id": 10},
+        {"id": 11, "method": "prompt", "params": {"text": "hi", "max_turns": 3}},
+        {"id": 12, "method": "prompt", "params": {"text": "again"}},  # the script is used up
+    ]
+    (shipping / "agents" / "rpc.script.yaml").write_text("- text: Fine.\n")
+    process = subprocess.run(
+        [
+            sys.executable, "-m", "assembler", "rpc", str(shipping / "agents" / "shipping-fixer.yaml"),
+            "--trust", "--no-session", "--model", "scripted:rpc.script.yaml",
+        ],
+        input="".join(json.dumps(r) + "\n" for r in requests) + "not json\n[1, 2]\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr
+    replies = [json.loads(line) for line in process.stdout.splitlines()]
+    expected = {
+        **dict.fromkeys((1, 2, 3, 4, 5, 6, 7, 8), "InvalidParams"),
+        9: "MethodNotFound",
+        10: "InvalidRequest",
+    }
+    for ident, kind in expected.items():
+        (only,) = finals(replies, ident)
+        assert only["error"]["type"] == kind, only
+        assert not [r for r in replies if r.get("id") == ident and "event" in r]
+    (fine,) = finals(replies, 11)
+    assert fine["result"]["text"] == "Fine."
+    (used_up,) = finals(replies, 12)  # a model's failure ends the run, which is an answer
+    assert used_up["result"]["reason"] == "error", used_up
+    assert [r["error"]["type"] for r in finals(replies, None)] == ["ParseError", "InvalidRequest"]
+    assert "Traceback" not in process.stdout
+
+
+class Failing:
+    """Just enough of an `Agent` whose methods fail the way a bug would."""
+
+    name = "failing"
+    messages: ClassVar[list[Any]] = []
+
+    async def start(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    def system_prompt(self) -> str:
+        raise RuntimeError("boom\nsecond line")
+
+    async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Any]:
+        raise KeyError(prompt)
+        yield  # an async generator
+
+
+def test_unexpected_exceptions_become_internal_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    requests = [
+        {"id": 1, "method": "system_prompt"},
+        {"id": 2, "method": "prompt", "params": {"text": "hi"}},
+        {"id": 3, "method": "shutdown"},
+    ]
+    out = io.StringIO()
+    agent = cast(Agent, Failing())
+    asyncio.run(serve(agent, io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out))
+    replies = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert finals(replies, 1) == [
+        {"id": 1, "error": {"type": "InternalError", "message": "RuntimeError: boom second line"}}
+    ]
+    assert finals(replies, 2) == [
+        {"id": 2, "error": {"type": "InternalError", "message": "KeyError: 'hi'"}}
+    ]
+    assert finals(replies, 3) == [{"id": 3, "result": {"ok": True}}]
+    assert "Traceback" in capsys.readouterr().err

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,16 @@ from assembler.manifest.model import MCPServerSpec, MCPToolSet
 from assembler.mcp import MCPConnection, connect_tool_sets
 from assembler.tools.base import ToolContext
 
+#: A guard on waits, so that a hang fails the test instead of blocking the suite. It is
+#: far above any time the code under test allows itself; no test measures time.
+HANG_GUARD = 60
+
 
 def start_error(spec: MCPServerSpec, workspace: Path) -> MCPError:
     async def scenario() -> MCPError:
         connection = MCPConnection(spec, workspace=workspace)
         try:
-            await connection.start()
+            await asyncio.wait_for(connection.start(), HANG_GUARD)
         except MCPError as error:
             return error
         finally:
@@ -64,14 +67,32 @@ def test_server_exiting_at_once_shows_its_stderr(tmp_path: Path) -> None:
 
 
 def test_server_that_never_initialises_times_out(tmp_path: Path) -> None:
-    # Reads its requests and never answers; exits when its stdin closes.
-    script = write_script(tmp_path, "mute.py", "import sys\nfor _ in sys.stdin:\n    pass\n")
+    # Reads its requests and never answers, and ignores SIGTERM: only the kill that
+    # follows an unanswered terminate stops it.
+    script = write_script(
+        tmp_path,
+        "mute.py",
+        "import signal, sys\n"
+        "if hasattr(signal, 'SIGTERM'):\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "for _ in sys.stdin:\n"
+        "    pass\n",
+    )
     spec = MCPServerSpec(name="mute", command=PYTHON, args=(str(script),), timeout=0.5)
-    started = time.monotonic()
-    message = str(start_error(spec, tmp_path))
-    assert time.monotonic() - started < 5
+
+    async def scenario() -> str:
+        before = children_of(os.getpid())
+        connection = MCPConnection(spec, workspace=tmp_path)
+        with pytest.raises(MCPError) as caught:
+            await asyncio.wait_for(connection.start(), HANG_GUARD)
+        # start() returns only after the server was stopped: nothing is left running.
+        assert children_of(os.getpid()) <= before
+        await connection.close()
+        return str(caught.value)
+
+    message = asyncio.run(scenario())
     assert "`mute`" in message
-    assert "timed out after 0.5 s" in message
+    assert "timed out after 0.5 s waiting for it to initialise" in message
 
 
 def test_server_answering_garbage_fails_cleanly(tmp_path: Path) -> None:

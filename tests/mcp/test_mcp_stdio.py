@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,20 @@ def test_environment_is_a_minimal_base_plus_declared() -> None:
         "LANG": "C.UTF-8",
         "GITHUB_TOKEN": "declared on purpose",
     }
+
+
+def test_environment_and_url_helpers_load_without_the_sdk() -> None:
+    code = (
+        "import sys\n"
+        "from assembler.mcp.environment import server_environment\n"
+        "from assembler.urls import display_url\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types'))\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_working_directory_is_the_workspace_unless_declared(tmp_path: Path) -> None:

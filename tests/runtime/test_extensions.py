@@ -384,3 +384,34 @@ def test_module_and_entry_point_extensions_load(
     run_agent(manifest, model)
     names = [t.name for t in model.requests[0].tools]
     assert names[-2:] == ["from_module", "from_entry_point"]
+
+
+def test_a_failing_result_handler_still_leaves_a_trace_and_a_valid_conversation(
+    tmp_path: Path,
+) -> None:
+    from assembler.audit import read_trace
+
+    source = """
+def setup(api, options):
+    @api.on("tool_result")
+    def broken(event):
+        raise KeyError("missing")
+"""
+    manifest = project(tmp_path, {"rewriter": source})
+    model = ScriptedModel([tool_call("write", path="out.txt", content="x"), text("never")])
+    sessions = tmp_path / "sessions"
+    agent = build_agent(load_manifest(manifest), provider=model, trust=True, session_dir=sessions)
+
+    async def go() -> None:
+        async with agent:
+            await agent.prompt("write it")
+
+    with pytest.raises(ExtensionError):
+        asyncio.run(go())
+    assert (tmp_path / "ws" / "out.txt").exists()  # the write happened...
+    record = next(read_trace(next(sessions.glob("*.trace.jsonl"))))
+    assert record["executed"] is True  # ...and the trace says so
+    assert record["raw_result"]["is_error"] is False
+    assert "tool_result processing failed" in record["notes"][0]
+    last = agent.messages[-1]
+    assert isinstance(last, ToolResultMessage) and last.is_error

@@ -1,12 +1,16 @@
-"""MCP tool sets inside an agent: one snapshot, trust, render, shutdown."""
+"""MCP tool sets inside an agent: one snapshot, trust, render, shutdown, and the
+reference and HTTP servers called through scripted runs."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 import os
 import sys
 import uuid
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from clirun import assemble
@@ -16,6 +20,25 @@ from assembler.errors import TrustError
 from assembler.manifest.loader import load_manifest
 from assembler.runner.events import Diagnostic, ToolResultEvent
 from assembler.testing import ScriptedModel, text, tool_call
+
+
+def _load_mcp_fixtures() -> ModuleType:
+    """`tests/mcp/mcp_fixtures.py`, the servers of the MCP tests. Pytest puts its
+    directory on `sys.path` only for the tests beside it, and that directory cannot be
+    a package: it would be named `mcp`, like the SDK."""
+    loaded = sys.modules.get("mcp_fixtures")
+    if loaded is not None:
+        return loaded
+    path = Path(__file__).resolve().parents[1] / "mcp" / "mcp_fixtures.py"
+    spec = importlib.util.spec_from_file_location("mcp_fixtures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mcp_fixtures"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mcp_fixtures = _load_mcp_fixtures()
 
 
 def manifest(tmp_path: Path, extra_sets: str = "", marker: str = "none") -> Path:
@@ -140,3 +163,119 @@ def test_provider_keys_do_not_reach_a_stdio_server(monkeypatch: pytest.MonkeyPat
     env = server_environment({"MINE": "1"})
     assert env["MINE"] == "1" and "OPENAI_API_KEY" not in env
     assert env.get("PATH") == os.environ.get("PATH")
+
+
+def run_agent(path: Path, model: ScriptedModel, prompt: str) -> list[object]:
+    agent = build_agent(load_manifest(path), provider=model, trust=True, record_session=False)
+
+    async def go() -> list[object]:
+        async with agent:
+            return [e async for e in agent.stream(prompt)]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.slow
+def test_git_server_status_and_log_through_a_scripted_run(tmp_path: Path) -> None:
+    repository = mcp_fixtures.make_git_repository(tmp_path / "repo")  # commit "first commit"
+    (repository / "README.md").write_text("hello\nan uncommitted change\n", encoding="utf-8")
+    (tmp_path / "ws").mkdir()
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        f"""\
+version: 1
+name: historian
+identity: Report on the repository with the git tools.
+workspace: ws
+tools:
+  sets:
+    - mcp: git
+      allow: [git_status, git_log]
+  servers:
+    git:
+      command: {json.dumps(sys.executable)}
+      args: ["-m", "mcp_server_git", "--repository", {json.dumps(str(repository))}]
+"""
+    )
+    repo = str(repository)
+    model = ScriptedModel(
+        [
+            tool_call("git_status", repo_path=repo),
+            tool_call("git_log", repo_path=repo, max_count=5),
+            text("One commit, one modified file."),
+        ]
+    )
+
+    events = run_agent(path, model, "What is the state of the repository?")
+    assert [t.name for t in model.requests[0].tools] == ["git_status", "git_log"]
+    status, log = (e for e in events if isinstance(e, ToolResultEvent))
+    assert status.call.name == "git_status" and status.executed
+    assert not status.is_error, status.content
+    assert "modified:" in status.content and "README.md" in status.content
+    assert "notes.txt" in status.content  # untracked
+    assert log.call.name == "git_log" and log.executed
+    assert not log.is_error, log.content
+    assert "first commit" in log.content
+    # What the runner recorded is what the model was shown.
+    shown = [m.content for m in model.requests[2].messages if m.role == "tool"]
+    assert shown == [status.content, log.content]
+    assert not [e for e in events if isinstance(e, Diagnostic)]
+
+
+def http_manifest(tmp_path: Path, url: str) -> Path:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        f"""\
+version: 1
+name: greeter
+identity: Greet people with `greet`.
+workspace: ws
+tools:
+  sets:
+    - builtin: [read]
+    - mcp: secure
+  servers:
+    secure:
+      url: {json.dumps(url)}
+      headers: {{Authorization: "Bearer ${{TEST_MCP_TOKEN}}"}}
+      timeout: 10
+"""
+    )
+    return path
+
+
+def test_http_server_with_a_bearer_token_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_MCP_TOKEN", "t0ken-from-env")
+    server = mcp_fixtures.http_server("secure", ("greet",))
+    with mcp_fixtures.serve_http(server, token="t0ken-from-env") as url:
+        model = ScriptedModel([tool_call("greet", name="Ada"), text("Greeted.")])
+        events = run_agent(http_manifest(tmp_path, url), model, "Greet Ada.")
+
+    assert [t.name for t in model.requests[0].tools] == ["read", "greet"]
+    (result,) = (e for e in events if isinstance(e, ToolResultEvent))
+    assert result.executed and not result.is_error, result.content
+    assert result.content == "Hello, Ada!"
+    assert not [e for e in events if isinstance(e, Diagnostic)]
+
+
+def test_http_server_refusing_the_token_is_a_diagnostic_and_the_agent_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_MCP_TOKEN", "wr0ng-token")
+    server = mcp_fixtures.http_server("secure", ("greet",))
+    with mcp_fixtures.serve_http(server, token="t0ken-from-env") as url:
+        model = ScriptedModel([tool_call("read", path="notes.txt"), text("Read it.")])
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "notes.txt").write_text("still readable\n", encoding="utf-8")
+        events = run_agent(http_manifest(tmp_path, url), model, "Read the notes.")
+
+    (diagnostic,) = (e for e in events if isinstance(e, Diagnostic))
+    assert diagnostic.severity == "error"
+    assert "`secure`" in diagnostic.message and "401" in diagnostic.message
+    assert "wr0ng-token" not in diagnostic.message
+    assert [t.name for t in model.requests[0].tools] == ["read"]
+    (result,) = (e for e in events if isinstance(e, ToolResultEvent))
+    assert not result.is_error and "still readable" in result.content

@@ -3,5 +3,5 @@
 from typing import Any
 
 
-async def setup(api: Any, options: dict[str, Any]) -> None:
+def setup(api: Any, options: dict[str, Any]) -> None:
     del api, options
