@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from assembler.runner.hooks import ToolCallRecord
+from assembler.text import one_line
 from assembler.tools.base import ToolResult
 
 
@@ -97,7 +98,7 @@ def read_trace(path: Path) -> Iterator[dict[str, Any]]:
 def format_trace_record(record: Mapping[str, Any]) -> str:
     """A compact human-readable form for `assemble trace`."""
     arguments = json.dumps(record.get("proposed", {}).get("arguments"), ensure_ascii=False)
-    lines = [f"turn {record.get('turn')}  {record.get('tool')}({_clip(arguments, 200)})"]
+    lines = [f"turn {record.get('turn')}  {record.get('tool')}({one_line(arguments, 200)})"]
     if record.get("tool_source"):
         lines[0] += f"  [{record['tool_source']}]"
     decision = record.get("decision", {})
@@ -110,16 +111,11 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     lines.append(f"  executed: {'yes' if record.get('executed') else 'no'}")
     raw = record.get("raw_result")
     if raw is not None:
-        lines.append(f"  raw result: {_clip(raw.get('content', ''), 200)}")
+        lines.append(f"  raw result: {one_line(raw.get('content', ''), 200)}")
     if record.get("rewritten_by"):
         lines.append(f"  rewritten by: {', '.join(record['rewritten_by'])}")
     saw = record.get("model_saw") or {}
     flag = " (error)" if saw.get("is_error") else ""
-    lines.append(f"  model saw{flag}: {_clip(saw.get('content', ''), 200)}")
+    lines.append(f"  model saw{flag}: {one_line(saw.get('content', ''), 200)}")
     lines.extend(f"  note: {note}" for note in record.get("notes", ()))
     return "\n".join(lines)
-
-
-def _clip(text: str, limit: int) -> str:
-    one_line = " ".join(str(text).split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

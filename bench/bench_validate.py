@@ -8,7 +8,6 @@ Run: `python bench/bench_validate.py`.
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -79,4 +78,3 @@ def thousand_in_process() -> None:
 if __name__ == "__main__":
     whole_process()
     thousand_in_process()
-    del statistics

@@ -40,9 +40,8 @@ class Assembly:
         return self.manifest.workspace.resolve()
 
     def load_extensions(self, snapshot: ResourceSnapshot) -> None:
-        from assembler.providers.registry import register_provider
-
         from assembler.assembly.project_code import code_roots
+        from assembler.providers.registry import register_provider
 
         self.extensions = load_extensions(
             snapshot.extensions, self.workspace, code_roots(self.manifest)

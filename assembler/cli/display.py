@@ -24,19 +24,15 @@ from assembler.runner.events import (
     TurnEnd,
     TurnStart,
 )
-
-
-def _clip(text: str, limit: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+from assembler.text import one_line
 
 
 def _arguments(arguments: Any) -> str:
     if not isinstance(arguments, dict):
         return ""
     if len(arguments) == 1:
-        return _clip(str(next(iter(arguments.values()))), 80)
-    return _clip(json.dumps(arguments, ensure_ascii=False), 80)
+        return one_line(str(next(iter(arguments.values()))), 80)
+    return one_line(json.dumps(arguments, ensure_ascii=False), 80)
 
 
 class EventPrinter:
@@ -92,7 +88,7 @@ class EventPrinter:
         elif isinstance(event, ToolResultEvent) and event.executed:
             lines = event.content.count("\n") + 1 if event.content else 0
             status = "error" if event.is_error else "ok"
-            first = _clip(event.content.splitlines()[0] if event.content else "", 80)
+            first = one_line(event.content.splitlines()[0] if event.content else "", 80)
             self._err(
                 f"← {event.call.name} {status} ({lines} lines) {first}",
                 fg="red" if event.is_error else None,

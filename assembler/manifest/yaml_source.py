@@ -17,8 +17,8 @@ Anything wrong becomes a `ManifestError` with one `Issue`; nothing else escapes.
 from __future__ import annotations
 
 import os
-import stat
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path

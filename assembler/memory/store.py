@@ -533,8 +533,3 @@ class MemoryStore:
     def _changed(self) -> None:
         self._catalog = None
         self.generation += 1
-
-
-def open_store(policy: MemoryPolicy) -> MemoryStore:
-    """The store a manifest's memory policy names."""
-    return MemoryStore.open(policy.store, policy)

@@ -36,7 +36,6 @@ from anthropic.types import (
     UserMessageParam,
 )
 
-from assembler.urls import display_url
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
@@ -60,6 +59,7 @@ from assembler.providers._common import (
     to_plain,
     tool_call_from_raw,
 )
+from assembler.urls import display_url
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
 

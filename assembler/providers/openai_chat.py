@@ -24,7 +24,6 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from assembler.urls import display_url
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
@@ -49,6 +48,7 @@ from assembler.providers._common import (
     to_plain,
     tool_call_from_raw,
 )
+from assembler.urls import display_url
 
 __all__ = ["OpenAIChatProvider"]
 

@@ -208,7 +208,11 @@ def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
     from assembler.tools.names import BUILTIN_SETS
 
     for index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
-        if not isinstance(item, dict) or "builtin" not in item or not isinstance(item.get("allow"), list):
+        if (
+            not isinstance(item, dict)
+            or "builtin" not in item
+            or not isinstance(item.get("allow"), list)
+        ):
             continue
         raw = item["builtin"]
         names = raw if isinstance(raw, list) else [raw]

@@ -149,7 +149,9 @@ def test_a_project_extension_module_needs_trust_and_loads_from_the_project(tmp_p
         "version: 1\nname: plain\nidentity: Test.\nextensions:\n  - module: project_ext.guard\n"
     )
     manifest = load_manifest(tmp_path / "agent.yaml")
-    with pytest.raises(TrustError, match=r"extension module project_ext.guard \(project_ext/guard.py\)"):
+    with pytest.raises(
+        TrustError, match=r"extension module project_ext.guard \(project_ext/guard.py\)"
+    ):
         check_trust(manifest, None)
     model = ScriptedModel([text("ok")])
     agent = build_agent(manifest, provider=model, trust=True, record_session=False)
@@ -159,7 +161,9 @@ def test_a_project_extension_module_needs_trust_and_loads_from_the_project(tmp_p
 def test_code_in_the_workspace_needs_the_workspace_trusted(tmp_path: Path) -> None:
     (tmp_path / "agents").mkdir()
     (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "wstools.py").write_text("def hello() -> str:\n    'Say hello.'\n    return 'hi'\n")
+    (tmp_path / "work" / "wstools.py").write_text(
+        "def hello() -> str:\n    'Say hello.'\n    return 'hi'\n"
+    )
     (tmp_path / "agents" / "agent.yaml").write_text(
         "version: 1\nname: plain\nidentity: Test.\nworkspace: ../work\n"
         "tools:\n  sets:\n    - python: wstools:hello\n"

@@ -21,7 +21,8 @@ def test_credentials_are_recognised(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["PATH", "HOME", "LANG", "TERM", "KEYBOARD", "MONKEY", "SSH_AUTH_SOCK", "ASSEMBLER_HOME"]
+    "name",
+    ["PATH", "HOME", "LANG", "TERM", "KEYBOARD", "MONKEY", "SSH_AUTH_SOCK", "ASSEMBLER_HOME"],
 )
 def test_ordinary_variables_pass(name: str) -> None:
     assert not is_secret_name(name)
