@@ -145,9 +145,17 @@ class Server:
         return self.replies
 
     def kill(self) -> None:
+        """Stop the server, letting it cancel a prompt first: a killed server would
+        leave its commands' process groups running."""
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=60)
+            try:
+                self.send({"id": "cleanup", "method": "cancel"})
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=60)
         self.stderr.close()
 
     def error_output(self) -> str:

@@ -311,6 +311,7 @@ WRITER = textwrap.dedent(
 
     path, tag, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     session = Session.load(path)
+    (go.parent / f"ready-{tag}").touch()
     while not go.exists():
         time.sleep(0.001)
     for n in range(500):
@@ -327,7 +328,10 @@ def test_two_processes_appending_lose_nothing_and_never_interleave(
         subprocess.Popen([sys.executable, "-c", WRITER, str(session.path), tag, str(go)])
         for tag in ("a", "b")
     ]
-    time.sleep(0.2)
+    deadline = time.monotonic() + 60  # both must have loaded the session before either writes
+    while not all((tmp_path / f"ready-{tag}").exists() for tag in ("a", "b")):
+        assert time.monotonic() < deadline, "writers did not start"
+        time.sleep(0.01)
     go.touch()
     for writer in writers:
         assert writer.wait(timeout=120) == 0
