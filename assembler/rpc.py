@@ -20,9 +20,10 @@ after that prompt's final answer.
 
 `shutdown` takes its turn like any other request: it waits for the running prompt
 and the requests before it, answers `{"ok": true}`, and the server stops. To stop a
-running prompt sooner, send `cancel` (before or after `shutdown`); any other request
-read after `shutdown` is answered with an error of type `ShuttingDown`. The end of
-input acts like a `shutdown` without an answer. A request that fails is answered
+running prompt sooner, send `cancel` (before or after `shutdown`); until the server
+stops, any other request read after `shutdown` is answered with an error of type
+`ShuttingDown` (input left unread then is ignored). The end of input acts like a
+`shutdown` without an answer: the requests before it are still served. A request that fails is answered
 with its error: the class name of an `AssemblerError`, `InvalidParams`,
 `MethodNotFound`, or `InternalError` for anything unexpected (its traceback goes to
 stderr). The agent is the one `build_agent` made, exactly as for the CLI and the SDK.
