@@ -191,8 +191,12 @@ class MCPConnection:
         """
         ctx = context or ToolContext(workspace=self.workspace)
         details: dict[str, Any] = {"server": self.name, "tool": name}
+        if self._failure is not None:
+            # Known dead: once a call says so, the diagnostic is on record too.
+            await self._mark_failed(self._failure)
+            return self._not_running(name)
         session = self._task.session
-        if session is None or self._failure is not None or self._task.closing:
+        if session is None or self._task.closing:
             return self._not_running(name)
         try:
             result = await session.call_tool(
@@ -329,6 +333,7 @@ class MCPConnection:
         return self._failure_report
 
     async def _mark_failed(self, reason: str) -> None:
+        """Record the failure (the first reason wins) and wait until it is reported."""
         await asyncio.shield(self._mark_failed_soon(reason))
 
     async def _report_failure(self) -> None:
