@@ -7,13 +7,10 @@ from the JSON the model sent (`python_call`).
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import Any
@@ -23,6 +20,7 @@ from jsonschema.exceptions import SchemaError as InvalidSchema
 
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
+from assembler.project_modules import import_from_roots
 from assembler.tools.base import Tool, ToolContext
 from assembler.tools.python_call import Slot, exception_text, executor
 from assembler.tools.python_docstrings import Docstring
@@ -101,22 +99,13 @@ def _split(reference: str) -> tuple[str, str]:
 
 
 def _import(module_name: str, roots: Sequence[Path], reference: str) -> ModuleType:
-    """The module, imported with `roots` put before `sys.path` only while importing.
-
-    A module already imported under that name is reused. Imports the module makes at
-    import time see `roots`; imports deferred to call time see only `sys.path`.
-    """
-    loaded = sys.modules.get(module_name)
-    if loaded is not None:
-        return loaded
-    entries = list(dict.fromkeys(str(root) for root in roots))
-    importlib.invalidate_caches()
-    sys.path[:0] = entries
+    """The module, looked up in `roots` before `sys.path` (as validation does), with
+    failures worded for the tool that needed it."""
     try:
-        return importlib.import_module(module_name)
+        return import_from_roots(module_name, roots)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name + ".").startswith(exc.name + "."):
-            searched = ", ".join(entries) or "no project directory"
+            searched = ", ".join(dict.fromkeys(str(r) for r in roots)) or "no project directory"
             raise ToolError(
                 f"cannot load Python tool `{reference}`: module `{exc.name}` not found "
                 f"(searched {searched} and installed packages)"
@@ -124,10 +113,6 @@ def _import(module_name: str, roots: Sequence[Path], reference: str) -> ModuleTy
         raise _import_failed(reference, module_name, exc) from exc
     except (Exception, SystemExit) as exc:
         raise _import_failed(reference, module_name, exc) from exc
-    finally:
-        for entry in entries:
-            with suppress(ValueError):
-                sys.path.remove(entry)
 
 
 def _import_failed(reference: str, module_name: str, exc: BaseException) -> ToolError:
