@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import pytest
+from procs import live_processes_with
 
 from assembler.agent import Agent
 from assembler.rpc import serve
@@ -176,22 +177,9 @@ def server(shipping: Path) -> Iterator[Callable[[str], Server]]:
         each.kill()
 
 
-def processes_running(marker: str) -> list[str]:
-    """Command lines of live processes that mention `marker` (zombies have none)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in text:
-            found.append(text)
-    return found
-
-
 def wait_for_process(marker: str) -> None:
     for _ in range(600):  # a guard: at most about 30 s
-        if processes_running(marker):
+        if live_processes_with(marker):
             return
         time.sleep(0.05)
     raise AssertionError(f"no process running {marker!r}")
@@ -224,7 +212,7 @@ def test_cancel_stops_the_running_prompt_and_its_command(
     rpc.send({"id": 2, "method": "cancel"})
     assert rpc.final(2)["result"] == {"cancelled": True}
     assert rpc.final(1)["error"]["type"] == "Cancelled"
-    assert processes_running(sleeper) == []
+    assert live_processes_with(sleeper) == []
     rpc.send({"id": 3, "method": "prompt", "params": {"text": "Are you there?"}})
     assert rpc.final(3)["result"]["text"] == "Still here."
     rpc.send({"id": 4, "method": "cancel"})
@@ -232,7 +220,7 @@ def test_cancel_stops_the_running_prompt_and_its_command(
     replies = rpc.finish()
     for ident in (1, 2, 3, 4):
         assert len(finals(replies, ident)) == 1
-    assert processes_running(sleeper) == []
+    assert live_processes_with(sleeper) == []
 
 
 def test_cancel_reaches_the_prompt_past_a_waiting_request(
@@ -251,7 +239,7 @@ def test_cancel_reaches_the_prompt_past_a_waiting_request(
     replies = rpc.finish()
     # `tools` waited for the prompt: its answer comes after the prompt's.
     assert replies.index(finals(replies, 1)[0]) < replies.index(finals(replies, 2)[0])
-    assert processes_running(sleeper) == []
+    assert live_processes_with(sleeper) == []
 
 
 # Waits (at most about 30 s) until the test creates `go` in the workspace.

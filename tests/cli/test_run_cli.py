@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
+from procs import live_processes_with
 
 SCRIPT = """\
 - tool_calls:
@@ -137,22 +138,6 @@ def _spawn(shipping: Path, *args: str) -> subprocess.Popen[str]:
         env=env,
         cwd=shipping,
     )
-
-
-def live_processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains `marker` and that are not zombies."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 def test_interactive_session_continues_the_conversation_and_exits(shipping: Path) -> None:

@@ -14,6 +14,7 @@ from types import ModuleType
 
 import pytest
 from clirun import assemble
+from procs import live_processes_with
 
 from assembler.build import build_agent
 from assembler.errors import TrustError
@@ -81,7 +82,7 @@ def test_mcp_tools_join_the_prompt_and_the_schemas_and_can_be_called(tmp_path: P
 
     async def go() -> list[object]:
         async with agent:
-            assert processes_with(marker), "the server should be running"
+            assert live_processes_with(marker, where="environ"), "the server should be running"
             return [e async for e in agent.stream("What time is it in Berlin?")]
 
     events = asyncio.run(go())
@@ -90,24 +91,7 @@ def test_mcp_tools_join_the_prompt_and_the_schemas_and_can_be_called(tmp_path: P
     assert "- get_current_time:" in request.system
     result = next(e for e in events if isinstance(e, ToolResultEvent))
     assert not result.is_error and "Europe/Berlin" in result.content
-    assert processes_with(marker) == []
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose environment holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (
-                marker.encode() in (entry / "environ").read_bytes()
-                and "State:\tZ" not in (entry / "status").read_text()
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    assert live_processes_with(marker, where="environ") == []
 
 
 def test_a_project_mcp_command_needs_trust(tmp_path: Path) -> None:

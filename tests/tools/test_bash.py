@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from procs import live_processes_with
 
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.bash import BASH_TOOL
@@ -28,22 +29,6 @@ def run(ws: Path, ctx: ToolContext | None = None, **args: Any) -> ToolResult:
 def marker_seconds() -> str:
     """A `sleep` argument no other process on the machine is using: `100.<random>`."""
     return f"100.{uuid.uuid4().int % 10**9:09d}"
-
-
-def live_processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains `marker` and that are not zombies."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 def test_output_and_success(tmp_path: Path) -> None:
