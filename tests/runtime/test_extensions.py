@@ -415,3 +415,24 @@ def setup(api, options):
     assert "tool_result processing failed" in record["notes"][0]
     last = agent.messages[-1]
     assert isinstance(last, ToolResultMessage) and last.is_error
+
+
+def test_an_extension_can_register_a_model_provider(tmp_path: Path) -> None:
+    source = """
+from assembler.messages import AssistantMessage
+from assembler.testing import FunctionModel
+
+def setup(api, options):
+    def factory(config):
+        return FunctionModel(lambda request: AssistantMessage(text=f"echo from {config.model}"))
+
+    api.register_provider("echo", factory)
+"""
+    manifest = project(tmp_path, {"echo_provider": source}, extra="model: echo:parrot\n")
+    agent = build_agent(load_manifest(manifest), trust=True, record_session=False)
+
+    async def go() -> str:
+        async with agent:
+            return (await agent.prompt("hi")).text
+
+    assert asyncio.run(go()) == "echo from parrot"
