@@ -14,7 +14,8 @@ from assembler.sessions.codec import (
     usage_to_dict,
 )
 from assembler.sessions.paths import default_config_dir, default_data_dir, default_session_dir
-from assembler.sessions.store import LEAF, Entry, Session, SessionInfo, SessionStore
+from assembler.sessions.records import Entry, SessionInfo
+from assembler.sessions.store import LEAF, Session, SessionStore
 
 __all__ = [
     "LEAF",

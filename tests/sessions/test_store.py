@@ -25,7 +25,8 @@ from assembler.messages import (
     UserMessage,
 )
 from assembler.sessions.paths import default_config_dir, default_data_dir, default_session_dir
-from assembler.sessions.store import ENTRY_KEYS, Entry, Session, SessionStore
+from assembler.sessions.records import ENTRY_KEYS, Entry
+from assembler.sessions.store import Session, SessionStore
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
