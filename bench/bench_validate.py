@@ -63,7 +63,7 @@ def thousand_in_process() -> None:
         "validate 1,000 manifests in one process",
         [
             (
-                "baseline: yaml.load(SafeLoader) of each file, nothing else",
+                "baseline: PyYAML SafeLoader reading each file, nothing else",
                 f"{baseline * 1000:.3f} ms/manifest",
             ),
             (

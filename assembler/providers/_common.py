@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 from assembler.errors import ProviderError
-from assembler.messages import StreamEvent, ToolCall
+from assembler.messages import ModelRequest, ModelSettings, StreamEvent, ToolCall
 
 _MAX_MESSAGE = 400
 
@@ -163,3 +164,40 @@ def describe_cause(e: BaseException) -> str:
         cause = cause.__cause__
     text = str(cause) or type(cause).__name__
     return one_line(text if cause is e else f"{type(cause).__name__}: {text}")
+
+
+class SDKProvider(ABC):
+    """What the SDK-backed providers share: their name, the one-retry stream, closing
+    the client, and merging the manifest's settings with a request's.
+
+    A subclass sets `_name`, `_client` (with an async `close()`) and `settings`, and
+    implements `_attempt(request)`: one request and its stream.
+    """
+
+    _name: str
+    _client: Any
+    settings: ModelSettings
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return stream_with_one_retry(self._name, lambda: self._attempt(request))
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    @abstractmethod
+    def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        """One request and its stream; a break while reading raises `StreamInterrupted`."""
+
+    def _sampling(self, request: ModelRequest) -> tuple[float | None, int | None, dict[str, Any]]:
+        """Temperature, token limit and extra body fields: the request's own settings
+        win field by field over the manifest's."""
+        temperature = request.settings.temperature
+        if temperature is None:
+            temperature = self.settings.temperature
+        max_tokens = request.settings.max_tokens or self.settings.max_tokens
+        extra = {**to_plain(self.settings.extra), **to_plain(request.settings.extra)}
+        return temperature, max_tokens, extra

@@ -10,9 +10,9 @@ a stream that breaks before its first event.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import anthropic
 import httpx2
@@ -50,12 +50,12 @@ from assembler.messages import (
 )
 from assembler.messages import TextDelta as TextDeltaEvent
 from assembler.providers._common import (
+    SDKProvider,
     StreamInterrupted,
     describe_cause,
     describe_status,
     error_detail,
     one_line,
-    stream_with_one_retry,
     to_plain,
     tool_call_from_raw,
 )
@@ -83,7 +83,7 @@ class _PartialToolUse:
     json: str = ""
 
 
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider):
     """A `ModelProvider` for the Anthropic Messages API (`anthropic:<model>`).
 
     `settings` are defaults; a request's own settings win field by field. This SDK
@@ -117,26 +117,10 @@ class AnthropicProvider:
         except (anthropic.AnthropicError, ValueError) as e:
             raise ProviderError(f"{self._name}: {one_line(str(e))}") from e
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return stream_with_one_retry(self._name, lambda: self._attempt(request))
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
-        temperature = request.settings.temperature
-        if temperature is None:
-            temperature = self.settings.temperature
-        max_tokens = request.settings.max_tokens or self.settings.max_tokens or DEFAULT_MAX_TOKENS
-        extra: dict[str, Any] = {
-            **to_plain(self.settings.extra),
-            **to_plain(request.settings.extra),
-        }
+        temperature, max_tokens, extra = self._sampling(request)
+        max_tokens = max_tokens or DEFAULT_MAX_TOKENS
         if temperature is not None:
             extra.setdefault("temperature", temperature)
         tools: list[ToolParam] = [

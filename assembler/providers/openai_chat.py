@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +39,12 @@ from assembler.messages import (
     UserMessage,
 )
 from assembler.providers._common import (
+    SDKProvider,
     StreamInterrupted,
     describe_cause,
     describe_status,
     error_detail,
     one_line,
-    stream_with_one_retry,
     to_plain,
     tool_call_from_raw,
 )
@@ -62,7 +62,7 @@ class _PartialCall:
     arguments: str = ""
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SDKProvider):
     """A `ModelProvider` for the Chat Completions API (`openai:<model>`).
 
     `settings` are defaults; a request's own settings win field by field. With a custom
@@ -98,23 +98,9 @@ class OpenAIChatProvider:
         except openai.OpenAIError as e:
             raise ProviderError(f"{self._name}: {one_line(str(e))}") from e
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return stream_with_one_retry(self._name, lambda: self._attempt(request))
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
-        temperature = request.settings.temperature
-        if temperature is None:
-            temperature = self.settings.temperature
-        max_tokens = request.settings.max_tokens or self.settings.max_tokens
-        extra = {**to_plain(self.settings.extra), **to_plain(request.settings.extra)}
+        temperature, max_tokens, extra = self._sampling(request)
         tools = [_tool_param(t.name, t.description, t.parameters) for t in request.tools]
         try:
             stream = await self._client.chat.completions.create(
