@@ -170,13 +170,16 @@ class SDKProvider(ABC):
     """What the SDK-backed providers share: their name, the one-retry stream, closing
     the client, and merging the manifest's settings with a request's.
 
-    A subclass sets `_name`, `_client` (with an async `close()`) and `settings`, and
+    A subclass calls `super().__init__`, sets `_client` (with an async `close()`), and
     implements `_attempt(request)`: one request and its stream.
     """
 
-    _name: str
     _client: Any
-    settings: ModelSettings
+
+    def __init__(self, model: str, settings: ModelSettings | None, provider_name: str) -> None:
+        self.model = model
+        self.settings = settings or ModelSettings()
+        self._name = f"{provider_name}:{model}"
 
     @property
     def name(self) -> str:

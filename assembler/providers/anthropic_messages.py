@@ -102,9 +102,7 @@ class AnthropicProvider(SDKProvider):
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "anthropic",
     ) -> None:
-        self.model = model
-        self.settings = settings or ModelSettings()
-        self._name = f"{provider_name}:{model}"
+        super().__init__(model, settings, provider_name)
         self._max_retries = anthropic.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
             self._client = AsyncAnthropic(

@@ -82,9 +82,7 @@ class OpenAIChatProvider(SDKProvider):
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "openai",
     ) -> None:
-        self.model = model
-        self.settings = settings or ModelSettings()
-        self._name = f"{provider_name}:{model}"
+        super().__init__(model, settings, provider_name)
         self._custom_endpoint = base_url is not None
         self._max_retries = openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
