@@ -13,16 +13,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from assembler.version import __version__
 
 _EXPORTS = {
-    "load_manifest": "assembler.manifest.loader",
-    "build_agent": "assembler.build",
+    "load_manifest": "assembler.validation.load",
+    "build_agent": "assembler.agent",
     "Agent": "assembler.agent",
     "RunResult": "assembler.agent",
     "Manifest": "assembler.manifest.model",
     "LoaderFlags": "assembler.resources.loader",
     "AssemblerError": "assembler.errors",
+    "UsageError": "assembler.errors",
+    "RunError": "assembler.errors",
     "ManifestError": "assembler.errors",
     "PromptContextError": "assembler.errors",
     "TemplateError": "assembler.errors",
@@ -55,6 +57,7 @@ __all__ = [
     "PromptContextError",
     "ProviderError",
     "RenderError",
+    "RunError",
     "RunResult",
     "SessionError",
     "TemplateError",
@@ -62,14 +65,15 @@ __all__ = [
     "ToolError",
     "TrustError",
     "UnknownProviderError",
+    "UsageError",
+    "__version__",
     "build_agent",
     "canonical_json",
     "load_manifest",
 ]
 
 if TYPE_CHECKING:
-    from assembler.agent import Agent, RunResult
-    from assembler.build import build_agent
+    from assembler.agent import Agent, RunResult, build_agent
     from assembler.canonical import canonical_json
     from assembler.errors import (
         AssemblerError,
@@ -82,16 +86,18 @@ if TYPE_CHECKING:
         PromptContextError,
         ProviderError,
         RenderError,
+        RunError,
         SessionError,
         TemplateError,
         TemplateSecurityError,
         ToolError,
         TrustError,
         UnknownProviderError,
+        UsageError,
     )
-    from assembler.manifest.loader import load_manifest
     from assembler.manifest.model import Manifest
     from assembler.resources.loader import LoaderFlags
+    from assembler.validation.load import load_manifest
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,21 @@
 """Every error a user can see, in one tree.
 
 The CLI turns these into one readable message and an exit code in one place
-(`assembler.cli.main`); nothing here logs or prints. A mistake in the user's files
-(`ManifestError`, `PromptContextError`, `TemplateError`) is kept apart from failures
-while an agent runs (`ProviderError`, `ToolError`, `ExtensionError`, ...), so callers
-can tell "fix your manifest" from "the model endpoint is down".
+(`assembler.cli.main`); nothing here logs or prints. Two branches say whose move it
+is: a `UsageError` is the user's mistake (a manifest, a template, a context value, a
+command line, an untrusted directory, a missing API key): fix the input and try
+again. A `RunError` is a failure while an agent runs (the model endpoint, a tool, an
+extension, an MCP server, a session or memory file): the input may be fine. Callers
+catch one branch to tell "fix your manifest" from "the model endpoint is down".
+
+    AssemblerError
+    ├── UsageError: ManifestError, PromptContextError, TemplateError
+    │               (TemplateSecurityError), TrustError, MissingCredentialsError*,
+    │               UnknownProviderError*
+    └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
+                    MCPError, SessionError, MemoryStoreError, RenderError
+
+    * also a ProviderError, so `except ProviderError` sees every provider problem.
 """
 
 from __future__ import annotations
@@ -51,7 +62,15 @@ class AssemblerError(Exception):
     """Base of every error agent-assembler raises on purpose."""
 
 
-class ManifestError(AssemblerError):
+class UsageError(AssemblerError):
+    """The user's mistake: fix the manifest, the command line or the setup, then retry."""
+
+
+class RunError(AssemblerError):
+    """A failure while an agent runs, from something other than the user's input."""
+
+
+class ManifestError(UsageError):
     """A manifest (or a file it references) is invalid; carries every issue found."""
 
     def __init__(self, issues: Iterable[Issue]) -> None:
@@ -63,7 +82,7 @@ class ManifestError(AssemblerError):
         return tuple(issue for issue in self.issues if issue.severity == "error")
 
 
-class PromptContextError(AssemblerError, ValueError):
+class PromptContextError(UsageError, ValueError):
     """A `context` value cannot be turned into canonical JSON; `path` says where."""
 
     def __init__(self, message: str, path: str = "$") -> None:
@@ -71,7 +90,7 @@ class PromptContextError(AssemblerError, ValueError):
         super().__init__(f"{message} at {path}")
 
 
-class TemplateError(AssemblerError):
+class TemplateError(UsageError):
     """A prompt section template does not parse, or uses a variable it is not given."""
 
 
@@ -79,44 +98,44 @@ class TemplateSecurityError(TemplateError):
     """A template tried to reach Python internals through the sandbox."""
 
 
-class RenderError(AssemblerError):
+class RenderError(RunError):
     """The system prompt could not be produced (a provider returned no text, ...)."""
 
 
-class ProviderError(AssemblerError):
+class ProviderError(RunError):
     """A model provider failed: bad configuration, or an error from the endpoint."""
 
 
-class UnknownProviderError(ProviderError, KeyError):
+class UnknownProviderError(ProviderError, UsageError, KeyError):
     """The manifest or `--model` names a provider that nobody registered."""
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise
         return str(self.args[0]) if self.args else ""
 
 
-class MissingCredentialsError(ProviderError):
+class MissingCredentialsError(ProviderError, UsageError):
     """The provider needs an API key that the environment does not hold."""
 
 
-class ToolError(AssemblerError):
+class ToolError(RunError):
     """A tool refused or failed; its message is what the model is shown."""
 
 
-class ExtensionError(AssemblerError):
+class ExtensionError(RunError):
     """An extension failed to load or one of its handlers failed; names the extension."""
 
 
-class TrustError(AssemblerError):
+class TrustError(UsageError):
     """Project code would run in a directory the user has not trusted."""
 
 
-class SessionError(AssemblerError):
+class SessionError(RunError):
     """A session file cannot be read or written."""
 
 
-class MemoryStoreError(AssemblerError):
+class MemoryStoreError(RunError):
     """A memory record is invalid or the store cannot be written."""
 
 
-class MCPError(AssemblerError):
+class MCPError(RunError):
     """An MCP server failed to start, initialise or answer."""

@@ -41,9 +41,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from assembler.agent import Agent
+from assembler.agent.agent import Agent
 from assembler.errors import AssemblerError
 from assembler.sessions.codec import message_to_dict
+from assembler.text import json_type_name, one_line
 
 Write = Callable[[dict[str, Any]], None]
 Line = str | bytes
@@ -69,7 +70,7 @@ class Request:
             return {}
         if not isinstance(self.params, dict):
             raise RpcError(
-                "InvalidParams", f"`params` must be an object, not {_json_type(self.params)}"
+                "InvalidParams", f"`params` must be an object, not {json_type_name(self.params)}"
             )
         return self.params
 
@@ -118,7 +119,7 @@ class RpcServer:
         try:
             data = json.loads(line)
         except Exception as e:  # ValueError, UnicodeDecodeError, RecursionError
-            self._error(None, "ParseError", _one_line(str(e)) or type(e).__name__)
+            self._error(None, "ParseError", one_line(str(e), limit=None) or type(e).__name__)
             return None
         if not isinstance(data, dict) or not isinstance(data.get("method"), str):
             ident = data.get("id") if isinstance(data, dict) else None
@@ -298,25 +299,9 @@ class RpcServer:
             self._error(ident, type(error).__name__, str(error))
         else:
             traceback.print_exception(error, file=sys.stderr)
-            detail = _one_line(str(error))
+            detail = one_line(str(error), limit=None)
             name = type(error).__name__
             self._error(ident, "InternalError", f"{name}: {detail}" if detail else name)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
 
 
 def _read_lines(

@@ -1,24 +1,94 @@
-"""Which project directories the user trusts to run their code.
+"""Everything about trust: which project code an agent would run, the user's store of
+trusted directories, and the check that refuses to build before that code runs.
 
-Project code (extension files, Python tools that live in the project, MCP stdio
-commands a project manifest declares) runs only in a trusted directory. Trust is the
-user's decision, stored outside any project (`<config dir>/trust.json`), keyed by the
-resolved directory; a manifest cannot grant it, and a checkout cannot ship it.
-Trusting a directory trusts everything beneath it.
+Project code (extension files and modules, Python tools whose source is in the
+project, MCP stdio commands a project manifest declares) runs only in a trusted
+directory (DESIGN.md section 7), and trust is decided before any repo-local code
+runs. Trust is the user's decision, stored outside any project
+(`<config dir>/trust.json`), keyed by the resolved directory; a manifest cannot grant
+it and a checkout cannot ship it. Trusting a directory trusts everything beneath it.
+
+Code is looked up in the manifest's directory, then the workspace. Both are project
+directories, and each one that holds code to run must be trusted: trusting `agents/`
+does not let a module the agent itself wrote into its workspace run next time.
+Installed modules and entry points are the user's own environment and need no trust.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from assembler.errors import TrustError
 from assembler.files import atomic_write
-from assembler.sessions.paths import default_config_dir
+from assembler.manifest.model import Manifest, MCPToolSet, PythonToolSet
+from assembler.python_refs import find_module_source
+from assembler.user_dirs import default_config_dir
 
 TRUST_FILE = "trust.json"
+
+TrustPrompt = Callable[[Path, list[str]], bool]
+"""Asks the user whether to trust a directory, showing the code that would run there."""
+
+
+@dataclass(frozen=True)
+class ProjectCode:
+    """One piece of project code and the directory whose trust it needs."""
+
+    description: str
+    root: Path
+
+
+def code_roots(manifest: Manifest) -> list[Path]:
+    """Where project modules are looked up, in order: the manifest's directory, then
+    the workspace (used alike by validation, trust and import)."""
+    return list(dict.fromkeys([manifest.directory.resolve(), manifest.workspace.resolve()]))
+
+
+def project_code(
+    manifest: Manifest, *, include_extensions: bool = True, include_mcp: bool = True
+) -> list[ProjectCode]:
+    """The project code building this agent would run, each with its directory."""
+    roots = code_roots(manifest)
+    manifest_dir = roots[0]
+    found: list[ProjectCode] = []
+
+    def module_in_project(module: str, what: str) -> None:
+        source, _ = find_module_source(module, roots)
+        if source is None:
+            return
+        resolved = source.resolve()
+        root = next((r for r in roots if resolved.is_relative_to(r)), None)
+        if root is not None:
+            found.append(ProjectCode(f"{what} ({_relative(resolved, manifest_dir)})", root))
+
+    for extension in manifest.extensions if include_extensions else ():
+        if extension.kind == "path" and extension.path is not None:
+            description = f"extension file {_relative(extension.path, manifest_dir)}"
+            found.append(ProjectCode(description, manifest_dir))
+        elif extension.kind == "module":
+            module_in_project(extension.target, f"extension module {extension.target}")
+    for tool_set in manifest.tools.sets:
+        if isinstance(tool_set, PythonToolSet):
+            for tool in tool_set.tools:
+                module_in_project(tool.function.partition(":")[0], f"Python tool {tool.function}")
+        elif include_mcp and isinstance(tool_set, MCPToolSet) and tool_set.server.command:
+            description = (
+                f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)"
+            )
+            found.append(ProjectCode(description, manifest_dir))
+    return list(dict.fromkeys(found))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return os.path.relpath(path, root)
+    except ValueError:
+        return str(path)
 
 
 @dataclass(frozen=True)
@@ -76,3 +146,36 @@ class TrustStore:
             atomic_write(self.file, (json.dumps(payload, indent=2) + "\n").encode("utf-8"))
         except OSError as e:
             raise TrustError(f"cannot write the trust store {self.file}: {e}") from e
+
+
+def check_trust(
+    manifest: Manifest,
+    trust: bool | None,
+    ask: TrustPrompt | None = None,
+    *,
+    include_extensions: bool = True,
+    store: TrustStore | None = None,
+) -> None:
+    """Refuse to go on when project code would run in an untrusted directory.
+
+    `trust=True` is the caller's explicit decision (`--trust`, or an SDK user who
+    knows the code); otherwise the user's trust store decides, then `ask` (an
+    interactive question per directory), and without either the answer is no.
+    """
+    code = project_code(manifest, include_extensions=include_extensions)
+    if not code or trust is True:
+        return
+    store = store or TrustStore()
+    for root in dict.fromkeys(item.root for item in code):
+        if store.is_trusted(root):
+            continue
+        listing = [item.description for item in code if item.root == root]
+        if trust is None and ask is not None and ask(root, listing):
+            continue
+        lines = "\n".join(f"  - {item}" for item in listing)
+        raise TrustError(
+            f"{root} is not a trusted directory, and building this agent would run its code:\n"
+            f"{lines}\n"
+            f"Read that code, then trust the directory with `assemble trust add {root}` "
+            "or pass --trust for this run."
+        )

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from _timing import report
 
-from assembler.build import build_agent
-from assembler.manifest.loader import load_manifest
+from assembler.agent.build import build_agent
 from assembler.messages import AssistantMessage, ToolCall
 from assembler.testing import ScriptedModel
+from assembler.validation.load import load_manifest
 
 TURNS = 2000
 NOOP_EXTENSION = """

@@ -23,7 +23,7 @@ from _timing import REPO, assemble, process_medians, report
 from assembler.messages import AssistantMessage, ModelRequest, ResponseDone, ToolCall, UserMessage
 from assembler.prompt.provider import SystemPromptProvider
 from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
-from assembler.runner.loop import AgentRunner
+from assembler.runner.loop import AgentRunner, RunParts
 from assembler.testing import ScriptedModel
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
@@ -50,7 +50,7 @@ async def through_runner() -> float:
         workspace=WorkspaceView("/ws"),
     )  # fmt: skip
     runner = AgentRunner(
-        provider=ScriptedModel(steps()), system_prompt=prompt, registry=registry,
+        provider=ScriptedModel(steps()), parts=RunParts(prompt, registry),
         tool_context=ToolContext(Path("/ws")), max_turns=TURNS + 1,
     )  # fmt: skip
     start = time.perf_counter()

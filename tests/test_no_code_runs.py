@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from clirun import assemble
 
-from assembler.manifest.loader import load_manifest
+from assembler.validation.load import load_manifest
 
 TRAP = """\
 import pathlib

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from clirun import assemble
 
-from assembler.build import build_agent
-from assembler.manifest.loader import load_manifest
+from assembler.agent.build import build_agent
 from assembler.testing import ScriptedModel
+from assembler.validation.load import load_manifest
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "shipping-fixer.prompt.txt"
 EXTENSION_NOTE = (

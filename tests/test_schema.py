@@ -15,10 +15,11 @@ from jsonschema import Draft202012Validator
 from assembler.errors import ManifestError
 from assembler.manifest import schema as schema_module
 from assembler.manifest.interpolate import INTERPOLATED_FIELDS, interpolate
-from assembler.manifest.loader import load_manifest, parse_manifest
+from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import MCPToolSet
 from assembler.manifest.schema import schema, schema_issues, schema_text
 from assembler.manifest.yaml_source import load_yaml_text
+from assembler.validation.load import load_manifest
 from assembler.validation.validator import find_manifests, validate_file
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from assembler.python_refs import find_module_source, resolve_function
 from assembler.validation.checks import active_tool_names
 from assembler.validation.mentions import tool_mentions
-from assembler.validation.pyref import find_module_source, resolve_function
 from assembler.validation.validator import validate_file
 
 HEAD = "version: 1\nname: demo\n"
@@ -552,7 +552,6 @@ def test_the_checked_variables_are_the_ones_the_renderer_passes(
 ) -> None:
     """`template_problems` allows exactly the variables `DynamicPromptRenderer` gives
     each section, and templates that validate (the corpus's) render without error."""
-    from assembler.manifest.loader import load_manifest
     from assembler.prompt import renderer as renderer_module
     from assembler.prompt.renderer import (
         ContextFileView,
@@ -563,6 +562,7 @@ def test_the_checked_variables_are_the_ones_the_renderer_passes(
     )
     from assembler.prompt.templates import SECTION_VARIABLES
     from assembler.tools.registry import ToolEntry
+    from assembler.validation.load import load_manifest
 
     passed: dict[str, set[str]] = {}
     real = renderer_module.render_template

@@ -20,7 +20,7 @@ from assembler.runner.events import (
     TextDeltaEvent,
     ToolCallBlocked,
     ToolCallProposed,
-    ToolResultEvent,
+    ToolCallResult,
     TurnEnd,
     TurnStart,
 )
@@ -85,7 +85,7 @@ class EventPrinter:
             self._err(
                 f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red"
             )
-        elif isinstance(event, ToolResultEvent) and event.executed:
+        elif isinstance(event, ToolCallResult) and event.executed:
             lines = event.content.count("\n") + 1 if event.content else 0
             status = "error" if event.is_error else "ok"
             first = one_line(event.content.splitlines()[0] if event.content else "", 80)

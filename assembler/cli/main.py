@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from assembler import __version__
 from assembler.errors import AssemblerError, ManifestError
+from assembler.version import __version__
 
 _COMMANDS = {
     "validate": ("assembler.cli.validate", "validate"),

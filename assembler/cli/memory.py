@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from assembler.cli.common import load
+from assembler.cli.common import ask_trust, load
 from assembler.errors import MemoryStoreError
 from assembler.resources.loader import LoaderFlags
 
@@ -120,23 +120,35 @@ def remove(manifest: Path, name: str) -> None:
 @memory.command()
 @MANIFEST
 @click.option("--model", help="Use this model instead of the manifest's: provider:name.")
-def consolidate(manifest: Path, model: str | None) -> None:
+@click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
+def consolidate(manifest: Path, model: str | None, trust: bool) -> None:
     """Ask the model to merge duplicate or conflicting records; the change is
-    committed whole or not at all."""
-    from assembler.build import choose_model, create_model_provider
-    from assembler.memory.consolidation import consolidate as run_consolidation
+    committed whole or not at all.
 
-    loaded, store = _open(manifest)
-    choice = choose_model(loaded, model)
-    import os
+    The agent is built as `run` builds it (trust, its model and extensions), so a
+    provider an extension registers works here too.
 
-    provider = create_model_provider(choice, os.environ)
+    Example: assemble memory consolidate agents/assistant.yaml --model openai:gpt-4o-mini
+    """
+    from assembler.agent import build_agent
+
+    loaded = load(manifest, LoaderFlags())
+    _policy(loaded)
 
     async def go() -> None:
+        agent = build_agent(
+            loaded,
+            model=model,
+            record_session=False,
+            trust=True if trust else None,
+            ask_trust=ask_trust,
+        )
         try:
-            result = await run_consolidation(provider, store, _policy(loaded), model=choice.name)
+            memory = agent.memory
+            assert memory is not None  # the manifest has a policy, checked above
+            result = await memory.consolidate()
         finally:
-            await provider.aclose()
+            await agent.aclose()
         for note in result.diagnostics:
             click.echo(f"warning: {note}", err=True)
         if not result.applied:

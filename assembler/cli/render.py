@@ -17,7 +17,7 @@ from assembler.cli.common import ask_trust, load_reporting, loader_flags, resour
 from assembler.errors import RenderError
 
 if TYPE_CHECKING:
-    from assembler.assembly.preview import Preview
+    from assembler.agent.preview import Preview
 
 WORKSPACE_PLACEHOLDER = "{workspace}"
 
@@ -76,7 +76,7 @@ def render(
     **resources: Any,
 ) -> None:
     """Show the exact system prompt and tool schemas of MANIFEST's first request."""
-    from assembler.assembly.preview import preview_dry_run, preview_live
+    from assembler.agent.preview import preview_dry_run, preview_live
 
     if write_file is not None and check_file is not None:
         raise click.UsageError("--write and --check exclude each other")

@@ -29,7 +29,7 @@ def rpc(
     stdout. Methods: prompt, cancel, system_prompt, tools, messages, reload, shutdown.
     A `cancel` stops the running prompt at once; other requests are answered in order.
     """
-    from assembler.build import build_agent
+    from assembler.agent.build import build_agent
     from assembler.rpc import serve
 
     flags = loader_flags(resources)

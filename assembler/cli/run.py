@@ -15,7 +15,7 @@ from assembler.cli.main import report_error
 from assembler.errors import AssemblerError
 
 if TYPE_CHECKING:
-    from assembler.agent import Agent
+    from assembler.agent.agent import Agent
     from assembler.extensions.api import Command
 
 
@@ -45,7 +45,7 @@ def run(
     Interactive: type a message; Ctrl-C cancels the current turn, /exit (or Ctrl-D)
     leaves. Tool calls and results are shown on stderr.
     """
-    from assembler.build import build_agent
+    from assembler.agent.build import build_agent
 
     flags = loader_flags(resources)
     loaded = load(manifest, flags)

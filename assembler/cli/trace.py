@@ -28,7 +28,7 @@ def trace(
     TARGET is a session id (or prefix), a session or trace file, or omitted for the
     most recent session (of --agent, or of any agent).
     """
-    from assembler.audit import format_trace_record, read_trace
+    from assembler.sessions.trace import format_trace_record, read_trace
 
     path = _trace_path(target, agent_name, session_dir)
     records = list(read_trace(path))
@@ -43,8 +43,9 @@ def trace(
 
 def _trace_path(target: str | None, agent_name: str | None, session_dir: Path | None) -> Path:
     from assembler.errors import SessionError
-    from assembler.sessions.paths import default_data_dir, default_session_dir
+    from assembler.sessions.paths import default_session_dir
     from assembler.sessions.store import SessionStore
+    from assembler.user_dirs import default_data_dir
 
     if target and Path(target).is_file():
         path = Path(target)

@@ -145,7 +145,7 @@ class ExtensionAPI:
         hints and docstring (as for `python:` tools in a manifest)."""
         self._check_open("register_tool")
         if not isinstance(tool, Tool):
-            from assembler.tools.python_tools import tool_from_function
+            from assembler.tools.python.tools import tool_from_function
 
             tool = tool_from_function(
                 tool, name=name, description=description, snippet=snippet,

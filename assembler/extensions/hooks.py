@@ -71,7 +71,7 @@ class ExtensionHooks:
         self.agent = agent
         self.workspace = workspace
         self.timeout = timeout
-        self.tool_sources = dict(tool_sources or {})
+        self.tool_sources = tool_sources or {}  # live: tools can join after the build
         self.subscriptions: dict[str, list[_Subscription]] = {}
         for extension in extensions:
             for event, handlers in extension.registrations.handlers.items():

@@ -2,7 +2,7 @@
 
 Three kinds of source: an installed module, an entry point in the group
 `assembler.extensions`, or a Python file in the project. Project files are project
-code: the caller (`assembler.build`) checks trust before this module is asked to
+code: the caller (`assembler.agent.build`) checks trust before this module is asked to
 load one. Every failure is an `ExtensionError` naming the extension.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from assembler.errors import AssemblerError, ExtensionError
 from assembler.extensions.api import ExtensionAPI, Registrations
 from assembler.manifest.model import ExtensionSpec
-from assembler.project_modules import import_from_roots
+from assembler.python_refs import import_from_roots
 
 ENTRY_POINT_GROUP = "assembler.extensions"
 

@@ -80,23 +80,6 @@ def parse_manifest(
     return ParsedManifest(file, document, manifest, (*issues, *builder.issues))
 
 
-def load_manifest(
-    path: Path | str, *, env: Mapping[str, str] | None = None, skills_profile: str = "lenient"
-) -> Manifest:
-    """Load a manifest for use, raising one `ManifestError` with every error.
-
-    Runs the same checks as `assemble validate` (none of which runs project code).
-    """
-    from assembler.validation.validator import validate_file
-
-    report = validate_file(
-        Path(path), env=env, unset_variables="error", skills_profile=skills_profile
-    )
-    if report.has_errors or report.manifest is None:
-        raise ManifestError(report.issues)
-    return report.manifest
-
-
 class _ManifestBuilder:
     """Builds the frozen dataclasses from a document the schema accepted."""
 

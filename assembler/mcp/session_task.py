@@ -28,9 +28,9 @@ from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.shared.message import SessionMessage
 
-from assembler import __version__
 from assembler.mcp.diagnostics import root_cause
 from assembler.mcp.transport import Transport
+from assembler.version import __version__
 
 if TYPE_CHECKING:
     from mcp.client._transport import ReadStream

@@ -24,7 +24,7 @@ from types import MappingProxyType
 
 from assembler.errors import Issue
 from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
-from assembler.skills import Skill, discover_skills
+from assembler.resources.skills import Skill, discover_skills
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ class ToolCallBlocked:
 
 
 @dataclass(frozen=True)
-class ToolResultEvent:
+class ToolCallResult:
     """What the model will see for a call, and whether the tool actually ran."""
 
     kind: ClassVar[str] = "tool_result"
@@ -192,7 +192,7 @@ Event = (
     | TextDeltaEvent
     | ToolCallProposed
     | ToolCallBlocked
-    | ToolResultEvent
+    | ToolCallResult
     | UsageEvent
     | TurnEnd
     | Diagnostic

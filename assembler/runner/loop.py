@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from assembler.errors import ProviderError, RenderError
 from assembler.messages import (
@@ -37,7 +39,7 @@ from assembler.runner.events import (
     TextDeltaEvent,
     ToolCallBlocked,
     ToolCallProposed,
-    ToolResultEvent,
+    ToolCallResult,
     TurnEnd,
     TurnStart,
     UsageEvent,
@@ -52,6 +54,32 @@ DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
 TraceSink = Callable[[ToolCallRecord], None]
 
 
+class RunnerParts(Protocol):
+    """What the runner reads before every request: the prompt provider, the tool
+    registry, the hooks and the trace sink, always from one resource snapshot. An
+    agent swaps them as one object on reload, so the prompt and the tool schemas can
+    never come from two snapshots."""
+
+    @property
+    def prompt(self) -> Callable[[], str]: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
+    @property
+    def hooks(self) -> RunnerHooks: ...
+    @property
+    def trace(self) -> TraceSink | None: ...
+
+
+@dataclass
+class RunParts:
+    """`RunnerParts` for a runner used on its own (tests, benchmarks, embedding)."""
+
+    prompt: Callable[[], str]
+    registry: ToolRegistry
+    hooks: RunnerHooks = field(default_factory=NoHooks)
+    trace: TraceSink | None = None
+
+
 class AgentRunner:
     """Runs prompts against a model with the tools of a registry.
 
@@ -63,38 +91,41 @@ class AgentRunner:
         self,
         *,
         provider: ModelProvider,
-        system_prompt: Callable[[], str],
-        registry: ToolRegistry,
+        parts: RunnerParts,
         tool_context: ToolContext,
         settings: ModelSettings | None = None,
         model_name: str = "",
         max_turns: int = DEFAULT_MAX_TURNS,
         max_consecutive_blocks: int = DEFAULT_MAX_CONSECUTIVE_BLOCKS,
-        hooks: RunnerHooks | None = None,
-        trace: TraceSink | None = None,
     ) -> None:
-        if not callable(system_prompt):
-            raise RenderError(
-                f"the system prompt provider must be callable, got {type(system_prompt).__name__}"
-            )
         self.provider = provider
-        self.system_prompt = system_prompt
-        self.registry = registry
+        self.parts = parts
         self.tool_context = tool_context
         self.settings = settings or ModelSettings()
         self.model_name = model_name or provider.name
         self.max_turns = max_turns
         self.max_consecutive_blocks = max_consecutive_blocks
-        self.hooks: RunnerHooks = hooks or NoHooks()
-        self.trace = trace
         self.messages: list[Message] = []
         self.usage = Usage()
         self.label = provider.name
         self.endpoint = ""
 
+    @property
+    def parts(self) -> RunnerParts:
+        return self._parts
+
+    @parts.setter
+    def parts(self, parts: RunnerParts) -> None:
+        """Swapped as a unit (`Agent.reload()`); the prompt provider must be callable."""
+        if not callable(parts.prompt):
+            raise RenderError(
+                f"the system prompt provider must be callable, got {type(parts.prompt).__name__}"
+            )
+        self._parts = parts
+
     def current_system_prompt(self) -> str:
         """Ask the provider for this turn's prompt; it must be a non-empty `str`."""
-        prompt = self.system_prompt()
+        prompt = self.parts.prompt()
         if not isinstance(prompt, str):
             raise RenderError(
                 f"the system prompt provider returned {type(prompt).__name__}, not str"
@@ -108,7 +139,7 @@ class AgentRunner:
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
         yield RunStart(prompt, self.label, self.endpoint)
-        await self.hooks.on_run_start(prompt)
+        await self.parts.hooks.on_run_start(prompt)
         self.messages.append(UserMessage(prompt))
         consecutive_blocks = 0
         turn = 0
@@ -119,7 +150,7 @@ class AgentRunner:
             while turn < limit:
                 turn += 1
                 yield TurnStart(turn)
-                await self.hooks.on_turn_start(turn)
+                await self.parts.hooks.on_turn_start(turn)
                 done: ResponseDone | None = None
                 try:
                     async for event in self._request():
@@ -140,7 +171,7 @@ class AgentRunner:
                 yield UsageEvent(done.usage, self.usage)
                 final_text = message.text or final_text
                 if not message.tool_calls:
-                    await self.hooks.on_turn_end(turn, message)
+                    await self.parts.hooks.on_turn_end(turn, message)
                     yield TurnEnd(turn, message, done.stop_reason)
                     reason, note = "completed", ""
                     break
@@ -156,10 +187,10 @@ class AgentRunner:
                     else:
                         consecutive_blocks = 0
                     final = record.final or ToolResult("", is_error=True)
-                    yield ToolResultEvent(
+                    yield ToolCallResult(
                         record.call, final.content, final.is_error, record.executed, final.details
                     )
-                await self.hooks.on_turn_end(turn, message)
+                await self.parts.hooks.on_turn_end(turn, message)
                 yield TurnEnd(turn, message, done.stop_reason)
                 if consecutive_blocks >= self.max_consecutive_blocks:
                     reason = "blocked"
@@ -169,19 +200,19 @@ class AgentRunner:
                     )
                     break
         except asyncio.CancelledError:
-            await self.hooks.on_run_end("cancelled")
+            await self.parts.hooks.on_run_end("cancelled")
             raise
-        await self.hooks.on_run_end(reason)
+        await self.parts.hooks.on_run_end(reason)
         yield RunEnd(reason, final_text, turn, self.usage, note)
 
     async def _request(self) -> AsyncIterator[TextDelta | ResponseDone]:
         system = self.current_system_prompt()
-        messages = await self.hooks.transform_context(self.messages)
+        messages = await self.parts.hooks.transform_context(self.messages)
         request = ModelRequest(
             model=self.model_name,
             system=system,
             messages=tuple(messages),
-            tools=self.registry.schemas(),
+            tools=self.parts.registry.schemas(),
             settings=self.settings,
         )
         done = None
@@ -225,8 +256,8 @@ class AgentRunner:
             self.messages.append(
                 ToolResultMessage(record.call.id, record.call.name, final.content, final.is_error)
             )
-            if self.trace is not None:
-                self.trace(record)
+            if self.parts.trace is not None:
+                self.parts.trace(record)
 
     async def _execute(self, record: ToolCallRecord) -> ToolCallRecord:
         call = record.call
@@ -238,14 +269,14 @@ class AgentRunner:
                 is_error=True,
             )
             return record
-        tool = self.registry.get(call.name)
+        tool = self.parts.registry.get(call.name)
         if tool is None:
-            known = ", ".join(self.registry.names()) or "none"
+            known = ", ".join(self.parts.registry.names()) or "none"
             record.final = ToolResult(
                 f"there is no tool named `{call.name}`; available tools: {known}", is_error=True
             )
             return record
-        record.decision = await self.hooks.before_tool_call(call)
+        record.decision = await self.parts.hooks.before_tool_call(call)
         if record.decision.blocked:
             record.final = ToolResult(
                 f"tool call blocked by {record.decision.blocked_by}: {record.decision.reason}",
@@ -263,7 +294,7 @@ class AgentRunner:
         record.raw_result = raw
         record.duration_ms = (time.perf_counter() - started) * 1000
         try:
-            outcome = await self.hooks.after_tool_result(call, raw)
+            outcome = await self.parts.hooks.after_tool_result(call, raw)
         except Exception as e:
             record.final = ToolResult(f"the result was withheld: {e}", is_error=True)
             record.notes.append(f"tool_result processing failed: {e}")

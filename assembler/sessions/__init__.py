@@ -2,7 +2,7 @@
 
 The base for the audit trace, resume, fork and compaction; see `store` for the file
 format and why it is shaped this way, `codec` for how messages are stored, and
-`paths` for where files live.
+`paths` for where files live, `trace` for the audit trace beside each session.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from assembler.sessions.codec import (
     usage_from_dict,
     usage_to_dict,
 )
-from assembler.sessions.paths import default_config_dir, default_data_dir, default_session_dir
+from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import Entry, SessionInfo
 from assembler.sessions.store import LEAF, Session, SessionStore
 
@@ -23,8 +23,6 @@ __all__ = [
     "Session",
     "SessionInfo",
     "SessionStore",
-    "default_config_dir",
-    "default_data_dir",
     "default_session_dir",
     "message_from_dict",
     "message_to_dict",

@@ -26,6 +26,7 @@ from assembler.messages import (
     Usage,
     UserMessage,
 )
+from assembler.text import json_type_name
 
 
 def message_to_dict(msg: Message) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
 def message_from_dict(data: object) -> Message:
     """The message stored by `message_to_dict`; `SessionError` if the record is malformed."""
     if not isinstance(data, Mapping):
-        raise SessionError(f"a message record must be a JSON object, not {_kind(data)}")
+        raise SessionError(f"a message record must be a JSON object, not {json_type_name(data)}")
     role = data.get("role")
     if role == "user":
         return UserMessage(content=_str(data, "content", "user message"))
@@ -64,7 +65,7 @@ def message_from_dict(data: object) -> Message:
         calls = data.get("tool_calls", [])
         if not isinstance(calls, list):
             raise SessionError(
-                f"assistant message: 'tool_calls' must be a list, not {_kind(calls)}"
+                f"assistant message: 'tool_calls' must be a list, not {json_type_name(calls)}"
             )
         return AssistantMessage(
             text=_str(data, "text", "assistant message", default=""),
@@ -73,7 +74,9 @@ def message_from_dict(data: object) -> Message:
     if role == "tool":
         is_error = data.get("is_error", False)
         if not isinstance(is_error, bool):
-            raise SessionError(f"tool result: 'is_error' must be a boolean, not {_kind(is_error)}")
+            raise SessionError(
+                f"tool result: 'is_error' must be a boolean, not {json_type_name(is_error)}"
+            )
         return ToolResultMessage(
             tool_call_id=_str(data, "tool_call_id", "tool result"),
             name=_str(data, "name", "tool result"),
@@ -99,11 +102,11 @@ def tool_call_to_dict(call: ToolCall) -> dict[str, Any]:
 def tool_call_from_dict(data: Any) -> ToolCall:
     """The tool call stored by `tool_call_to_dict`."""
     if not isinstance(data, Mapping):
-        raise SessionError(f"a tool call record must be a JSON object, not {_kind(data)}")
+        raise SessionError(f"a tool call record must be a JSON object, not {json_type_name(data)}")
     arguments = data.get("arguments")
     if arguments is not None and not isinstance(arguments, Mapping):
         raise SessionError(
-            f"tool call: 'arguments' must be a JSON object or null, not {_kind(arguments)}"
+            f"tool call: 'arguments' must be a JSON object or null, not {json_type_name(arguments)}"
         )
     return ToolCall(
         id=_str(data, "id", "tool call"),
@@ -122,7 +125,7 @@ def usage_to_dict(usage: Usage) -> dict[str, int]:
 def usage_from_dict(data: Any) -> Usage:
     """The usage stored by `usage_to_dict`; missing counts are 0."""
     if not isinstance(data, Mapping):
-        raise SessionError(f"a usage record must be a JSON object, not {_kind(data)}")
+        raise SessionError(f"a usage record must be a JSON object, not {json_type_name(data)}")
     counts: list[int] = []
     for key in ("input_tokens", "output_tokens"):
         value = data.get(key, 0)
@@ -140,22 +143,5 @@ def _str(data: Mapping[str, Any], key: str, what: str, default: str = _MISSING) 
     if value is _MISSING:
         raise SessionError(f"{what}: the field {key!r} is missing")
     if not isinstance(value, str):
-        raise SessionError(f"{what}: {key!r} must be a string, not {_kind(value)}")
+        raise SessionError(f"{what}: {key!r} must be a string, not {json_type_name(value)}")
     return value
-
-
-def _kind(value: object) -> str:
-    """A JSON-flavoured name for a value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__

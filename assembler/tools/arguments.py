@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assembler.errors import ToolError
+from assembler.text import json_type_name
 from assembler.tools.base import ToolContext, ToolFunction, ToolResult
 
 Body = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
@@ -51,22 +52,6 @@ def guarded(tool_name: str, allowed: Iterable[str]) -> Callable[[Body], ToolFunc
     return decorate
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
 def require_str(args: Mapping[str, Any], name: str, *, allow_empty: bool = True) -> str:
     """A required string argument."""
     value = optional_str(args, name)
@@ -83,7 +68,7 @@ def optional_str(args: Mapping[str, Any], name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ToolError(f"argument {name!r} must be a string, not {_type_name(value)}")
+        raise ToolError(f"argument {name!r} must be a string, not {json_type_name(value)}")
     return value
 
 
@@ -93,7 +78,7 @@ def optional_int(args: Mapping[str, Any], name: str, *, minimum: int = 1) -> int
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ToolError(f"argument {name!r} must be an integer, not {_type_name(value)}")
+        raise ToolError(f"argument {name!r} must be an integer, not {json_type_name(value)}")
     if isinstance(value, float):
         if not value.is_integer():
             raise ToolError(f"argument {name!r} must be a whole number, not {value}")
@@ -109,7 +94,7 @@ def optional_number(args: Mapping[str, Any], name: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ToolError(f"argument {name!r} must be a number, not {_type_name(value)}")
+        raise ToolError(f"argument {name!r} must be a number, not {json_type_name(value)}")
     if not math.isfinite(value) or value <= 0:
         raise ToolError(f"argument {name!r} must be a positive number, not {value}")
     return float(value)
@@ -121,5 +106,5 @@ def optional_bool(args: Mapping[str, Any], name: str, *, default: bool = False) 
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ToolError(f"argument {name!r} must be true or false, not {_type_name(value)}")
+        raise ToolError(f"argument {name!r} must be true or false, not {json_type_name(value)}")
     return value

@@ -8,11 +8,12 @@ schemas cannot disagree about which tools exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from assembler.errors import ToolError
+from assembler.text import one_line
 from assembler.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -78,6 +79,11 @@ class ToolRegistry:
     def tools(self) -> tuple[Tool, ...]:
         return tuple(self._tools.values())
 
+    def sources(self) -> Mapping[str, str]:
+        """A live view of tool name -> source (`builtin`, `python:mod:f`, `mcp:server`,
+        ...): tools registered later (MCP servers connect at start) show up in it."""
+        return _SourceView(self._tools)
+
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(tool.schema() for tool in self._tools.values())
 
@@ -88,7 +94,8 @@ class ToolRegistry:
         if view is not None and view[0] == self._version:
             return view[1], view[2]
         entries = tuple(
-            ToolEntry(t.name, _one_line(t.snippet), t.description) for t in self._tools.values()
+            ToolEntry(t.name, one_line(t.snippet, limit=None), t.description)
+            for t in self._tools.values()
         )
         guidelines = dedupe_guidelines(
             [line for t in self._tools.values() for line in t.guidelines]
@@ -96,6 +103,20 @@ class ToolRegistry:
         )
         self._view = (self._version, entries, guidelines)
         return entries, guidelines
+
+
+class _SourceView(Mapping[str, str]):
+    def __init__(self, tools: Mapping[str, Tool]) -> None:
+        self._tools = tools
+
+    def __getitem__(self, name: str) -> str:
+        return self._tools[name].source
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
 
 
 def dedupe_guidelines(lines: Iterable[str]) -> tuple[str, ...]:
@@ -106,7 +127,3 @@ def dedupe_guidelines(lines: Iterable[str]) -> tuple[str, ...]:
         if text:
             seen.setdefault(text, None)
     return tuple(seen)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())

@@ -19,8 +19,8 @@ from typing import Any
 
 from assembler.errors import Issue, PromptContextError
 from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.python_refs import check_source, resolve_definition, resolve_function
 from assembler.validation.mentions import line_and_column, tool_mentions
-from assembler.validation.pyref import check_source, resolve_definition, resolve_function
 
 BUILTIN_PROVIDERS = ("openai", "anthropic", "scripted")
 EXTENSION_GROUP = "assembler.extensions"
@@ -135,7 +135,7 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def check_skills(ctx: CheckContext) -> Iterator[Issue]:
-    from assembler.skills import discover_skills
+    from assembler.resources.skills import discover_skills
 
     directories: list[Path] = []
     for index, raw in enumerate(_items(ctx.data.get("skills"))):
@@ -205,7 +205,7 @@ def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
     would silently leave the agent without that tool."""
     import difflib
 
-    from assembler.tools.names import BUILTIN_SETS
+    from assembler.tools.builtin.names import BUILTIN_SETS
 
     for index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
         if (
@@ -328,7 +328,7 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
 def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
     """The tool names a manifest makes active, and whether more may come at run time
     (MCP servers and extensions add tools only known once they run)."""
-    from assembler.tools.names import BUILTIN_SETS
+    from assembler.tools.builtin.names import BUILTIN_SETS
 
     tools = _mapping(data.get("tools"))
     sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]
@@ -422,7 +422,7 @@ def _skill_description(skill: Any) -> tuple[str, SourceMap]:
     (the frontmatter is read again: `Skill` keeps no positions)."""
     from assembler.errors import ManifestError
     from assembler.manifest.yaml_source import load_yaml_text
-    from assembler.skills import _read_frontmatter
+    from assembler.resources.skills import _read_frontmatter
 
     shown = _display(skill.path)
     try:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, cast
 import pytest
 from procs import live_processes_with
 
-from assembler.agent import Agent
+from assembler.agent.agent import Agent
 from assembler.rpc import serve
 
 

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from assembler.assembly.prompt import make_prompt_provider
-from assembler.build import build_agent
-from assembler.manifest.loader import load_manifest
+from assembler.agent.build import build_agent
 from assembler.manifest.model import Manifest
+from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.provider import SystemPromptProvider
 from assembler.prompt.renderer import MemoryEntry
 from assembler.resources.loader import ResourceLoader
 from assembler.testing import ScriptedModel
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
+from assembler.validation.load import load_manifest
 
 
 async def _noop(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:

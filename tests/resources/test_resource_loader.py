@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from assembler.assembly.preview import preview_dry_run
-from assembler.build import build_agent
+from assembler.agent.build import build_agent
+from assembler.agent.preview import preview_dry_run
 from assembler.errors import Issue
-from assembler.manifest.loader import load_manifest
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.testing import ScriptedModel
+from assembler.validation.load import load_manifest
 
 TOOLS_TEMPLATE = "{% for tool in tools %}* {{ tool.name }}\n{% endfor %}"
 

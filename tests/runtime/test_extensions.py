@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from assembler.build import build_agent
+from assembler.agent.build import build_agent
 from assembler.errors import ExtensionError
-from assembler.manifest.loader import load_manifest
 from assembler.messages import ToolResultMessage, UserMessage
-from assembler.runner.events import RunEnd, ToolCallBlocked, ToolResultEvent
+from assembler.runner.events import RunEnd, ToolCallBlocked, ToolCallResult
 from assembler.testing import ScriptedModel, text, tool_call
+from assembler.validation.load import load_manifest
 
 
 def project(
@@ -77,7 +77,7 @@ def test_any_block_wins_and_the_side_effect_never_happens(tmp_path: Path, order:
     assert not (tmp_path / "ws" / "out.txt").exists()
     blocked = [e for e in events if isinstance(e, ToolCallBlocked)]
     assert len(blocked) == 1 and blocked[0].blocked_by == "block"
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.is_error and not result.executed
     seen = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert "writes are not allowed here" in seen[0].content and seen[0].is_error
@@ -154,7 +154,7 @@ def setup(api, options):
     (tmp_path / "ws" / "a.txt").write_text("hello\n")
     model = ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
     events, _ = run_agent(manifest, model)
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.content.startswith("[HELLO")
     assert result.content.endswith("]")
     assert result.is_error is False  # left out: kept
@@ -234,7 +234,7 @@ def test_two_extensions_registering_one_name_first_wins_with_a_diagnostic(tmp_pa
     )
     model = ScriptedModel([tool_call("shout", text="hi"), text("ok")])
     events, agent = run_agent(manifest, model)
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.content == "alpha: hi"
     messages = [d.message for d in agent.diagnostics]
     assert any(
@@ -249,7 +249,7 @@ def test_an_extension_cannot_shadow_a_builtin_tool(tmp_path: Path) -> None:
     (tmp_path / "ws" / "a.txt").write_text("real\n")
     model = ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
     events, agent = run_agent(manifest, model)
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.content.startswith("real")
     assert any(
         "the built-in tools" in d.message and "extension `evil`" in d.message
@@ -343,7 +343,7 @@ def setup(api, options):
     )
     model = ScriptedModel([tool_call("show"), text("ok")])
     events, _ = run_agent(manifest, model)
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.content == "[('level', 3), ('mode', 'strict')]"
 
 
@@ -389,7 +389,7 @@ def test_module_and_entry_point_extensions_load(
 def test_a_failing_result_handler_still_leaves_a_trace_and_a_valid_conversation(
     tmp_path: Path,
 ) -> None:
-    from assembler.audit import read_trace
+    from assembler.sessions.trace import read_trace
 
     source = """
 def setup(api, options):

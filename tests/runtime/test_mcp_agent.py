@@ -16,11 +16,11 @@ import pytest
 from clirun import assemble
 from procs import live_processes_with
 
-from assembler.build import build_agent
+from assembler.agent.build import build_agent
 from assembler.errors import TrustError
-from assembler.manifest.loader import load_manifest
-from assembler.runner.events import Diagnostic, ToolResultEvent
+from assembler.runner.events import Diagnostic, ToolCallResult
 from assembler.testing import ScriptedModel, text, tool_call
+from assembler.validation.load import load_manifest
 
 
 def _load_mcp_fixtures() -> ModuleType:
@@ -89,7 +89,7 @@ def test_mcp_tools_join_the_prompt_and_the_schemas_and_can_be_called(tmp_path: P
     request = model.requests[0]
     assert [t.name for t in request.tools] == ["read", "get_current_time"]
     assert "- get_current_time:" in request.system
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert not result.is_error and "Europe/Berlin" in result.content
     assert live_processes_with(marker, where="environ") == []
 
@@ -192,7 +192,7 @@ tools:
 
     events = run_agent(path, model, "What is the state of the repository?")
     assert [t.name for t in model.requests[0].tools] == ["git_status", "git_log"]
-    status, log = (e for e in events if isinstance(e, ToolResultEvent))
+    status, log = (e for e in events if isinstance(e, ToolCallResult))
     assert status.call.name == "git_status" and status.executed
     assert not status.is_error, status.content
     assert "modified:" in status.content and "README.md" in status.content
@@ -239,7 +239,7 @@ def test_http_server_with_a_bearer_token_from_the_environment(
         events = run_agent(http_manifest(tmp_path, url), model, "Greet Ada.")
 
     assert [t.name for t in model.requests[0].tools] == ["read", "greet"]
-    (result,) = (e for e in events if isinstance(e, ToolResultEvent))
+    (result,) = (e for e in events if isinstance(e, ToolCallResult))
     assert result.executed and not result.is_error, result.content
     assert result.content == "Hello, Ada!"
     assert not [e for e in events if isinstance(e, Diagnostic)]
@@ -261,5 +261,5 @@ def test_http_server_refusing_the_token_is_a_diagnostic_and_the_agent_goes_on(
     assert "`secure`" in diagnostic.message and "401" in diagnostic.message
     assert "wr0ng-token" not in diagnostic.message
     assert [t.name for t in model.requests[0].tools] == ["read"]
-    (result,) = (e for e in events if isinstance(e, ToolResultEvent))
+    (result,) = (e for e in events if isinstance(e, ToolCallResult))
     assert not result.is_error and "still readable" in result.content

@@ -11,12 +11,12 @@ import pytest
 from clirun import assemble
 from wire.openai_server import OpenAIServer, stream
 
-from assembler.build import build_agent
-from assembler.manifest.loader import load_manifest
+from assembler.agent.build import build_agent
 from assembler.memory.records import make_record
 from assembler.memory.store import MemoryStore
 from assembler.messages import ContextMessage, ModelRequest, UserMessage
 from assembler.testing import ScriptedModel, text, tool_call
+from assembler.validation.load import load_manifest
 
 DEPLOY_BODY = "Never deploy on Friday afternoons; the release train freezes at noon."
 TEA_BODY = "The user prefers tea over coffee and says so often."

@@ -16,12 +16,12 @@ from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
 from assembler.runner.events import (
     RunEnd,
     TextDeltaEvent,
-    ToolResultEvent,
+    ToolCallResult,
     TurnEnd,
     TurnStart,
     UsageEvent,
 )
-from assembler.runner.loop import AgentRunner
+from assembler.runner.loop import AgentRunner, RunParts
 from assembler.testing import FunctionModel, ScriptedModel, text, tool_call
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
@@ -39,8 +39,9 @@ def make_tool(name: str, output: str = "ok", *, calls: list[str] | None = None) 
 def make_runner(model: Any, registry: ToolRegistry, prompt: Any = None, **kw: Any) -> AgentRunner:
     return AgentRunner(
         provider=model,
-        system_prompt=prompt if prompt is not None else (lambda: "## identity\nA test agent."),
-        registry=registry,
+        parts=RunParts(
+            prompt if prompt is not None else (lambda: "## identity\nA test agent."), registry
+        ),
         tool_context=ToolContext(workspace=Path.cwd()),
         **kw,
     )
@@ -173,7 +174,7 @@ def test_tool_calls_of_one_message_run_concurrently_and_return_in_issued_order()
     both = AssistantMessage(tool_calls=(ToolCall("c1", "first", {}), ToolCall("c2", "second", {})))
     model = ScriptedModel([both, text("done")])
     events = run(make_runner(model, ToolRegistry(tools)))
-    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    results = [e for e in events if isinstance(e, ToolCallResult)]
     # `second` finished first, yet the results keep the order the calls were issued in
     assert [(r.call.id, r.content, r.is_error) for r in results] == [
         ("c1", "first finished", False),
@@ -211,7 +212,7 @@ def test_event_stream_of_a_turn_with_a_tool_call() -> None:
         "TurnStart",
         "UsageEvent",
         "ToolCallProposed",
-        "ToolResultEvent",
+        "ToolCallResult",
         "TurnEnd",
     ]
     assert isinstance(events[-1], RunEnd) and events[-1].reason == "completed"
@@ -233,7 +234,7 @@ def test_unknown_tool_and_malformed_arguments_become_error_results_and_the_run_c
     calls: list[str] = []
     model = ScriptedModel([bad, text("recovered")])
     events = run(make_runner(model, ToolRegistry([make_tool("echo", calls=calls)])))
-    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    results = [e for e in events if isinstance(e, ToolCallResult)]
     assert [r.is_error for r in results] == [True, True]
     assert "no tool named `nope`" in results[0].content and "echo" in results[0].content
     assert "not a JSON object" in results[1].content
@@ -249,7 +250,7 @@ def test_a_tool_that_raises_returns_an_error_result() -> None:
     events = run(
         make_runner(model, ToolRegistry([Tool("broken", "b", {"type": "object"}, broken)]))
     )
-    result = next(e for e in events if isinstance(e, ToolResultEvent))
+    result = next(e for e in events if isinstance(e, ToolCallResult))
     assert result.is_error and "ValueError: kaput" in result.content
     assert isinstance(events[-1], RunEnd) and events[-1].reason == "completed"
 

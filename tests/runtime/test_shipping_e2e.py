@@ -14,13 +14,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from assembler.audit import read_trace
-from assembler.build import build_agent
-from assembler.manifest.loader import load_manifest
+from assembler.agent.build import build_agent
 from assembler.messages import ToolResultMessage
 from assembler.resources.loader import LoaderFlags
-from assembler.runner.events import RunEnd, ToolResultEvent
+from assembler.runner.events import RunEnd, ToolCallResult
+from assembler.sessions.trace import read_trace
 from assembler.testing import ScriptedModel, text, tool_call
+from assembler.validation.load import load_manifest
 
 TESTS = "python3 -m unittest discover -s tests -t ."
 SOURCE_FIX = {
@@ -68,7 +68,7 @@ def test_the_agent_reads_fixes_and_proves_the_fix(shipping: Path) -> None:
     )
     events = run(agent, "Fix the failing shipping test.")
     model.assert_consumed()
-    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    results = [e for e in events if isinstance(e, ToolCallResult)]
     assert [r.call.name for r in results] == ["read", "edit", "bash"]
     assert "math.floor(weight_kg)" in results[0].content
     assert not results[1].is_error

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from clirun import assemble
 
-from assembler.build import build_agent, check_trust
+from assembler.agent.build import build_agent, check_trust
 from assembler.errors import TrustError
-from assembler.manifest.loader import load_manifest
 from assembler.testing import ScriptedModel, text
 from assembler.trust import TrustStore
+from assembler.validation.load import load_manifest
 
 
 def add_marker(shipping: Path) -> Path:
@@ -187,7 +187,7 @@ def test_bash_does_not_see_the_manifests_key_variable(
         "model: {provider: openai, name: m, base_url: 'http://127.0.0.1:9/v1', "
         "api_key_env: MY_GATEWAY_CREDS_VAR}\n"
     )
-    from assembler.runner.events import ToolResultEvent
+    from assembler.runner.events import ToolCallResult
     from assembler.testing import tool_call
 
     model = ScriptedModel([tool_call("bash", command="env"), text("ok")])
@@ -200,6 +200,6 @@ def test_bash_does_not_see_the_manifests_key_variable(
         async with agent:
             return [e async for e in agent.stream("env?")]
 
-    result = next(e for e in asyncio.run(go()) if isinstance(e, ToolResultEvent))
+    result = next(e for e in asyncio.run(go()) if isinstance(e, ToolCallResult))
     assert "ORDINARY_SETTING=visible" in result.content
     assert "sk-do-not-leak" not in result.content

@@ -24,9 +24,10 @@ from assembler.messages import (
     Usage,
     UserMessage,
 )
-from assembler.sessions.paths import default_config_dir, default_data_dir, default_session_dir
+from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import ENTRY_KEYS, Entry
 from assembler.sessions.store import Session, SessionStore
+from assembler.user_dirs import default_config_dir, default_data_dir
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

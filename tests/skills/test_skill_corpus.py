@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from assembler.errors import Issue
-from assembler.skills import PROFILES, parse_skill
+from assembler.resources.skills import PROFILES, parse_skill
 
 CASES = Path(__file__).parent / "cases"
 

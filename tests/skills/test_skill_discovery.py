@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembler.skills import Skill, discover_skills, parse_skill
+from assembler.resources.skills import Skill, discover_skills, parse_skill
 
 
 def make_skill(folder: Path, name: str | None = None, extra: str = "") -> Path:

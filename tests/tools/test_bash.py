@@ -13,7 +13,7 @@ import pytest
 from procs import live_processes_with
 
 from assembler.tools.base import ToolContext, ToolResult
-from assembler.tools.bash import BASH_TOOL
+from assembler.tools.builtin.bash import BASH_TOOL
 from assembler.tools.environment import is_secret_name, scrub_environment
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="scans /proc")

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from assembler.errors import ToolError
-from assembler.tools.builtin import BUILTIN_SETS, BUILTIN_TOOLS, resolve_builtin
+from assembler.tools.builtin.sets import BUILTIN_SETS, BUILTIN_TOOLS, resolve_builtin
 
 ALL = ("read", "bash", "edit", "write", "grep", "find", "ls")
 
@@ -61,7 +61,7 @@ def test_unknown_names_list_the_known_ones() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, assembler.tools.builtin; "
+        "import sys, assembler.tools.builtin.sets; "
         "heavy = {'asyncio', 'subprocess', 'jsonschema', 'jinja2', 'openai', 'anthropic'}; "
         "print(sorted(heavy & set(sys.modules)))"
     )

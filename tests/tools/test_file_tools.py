@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from assembler.tools.base import ToolContext, ToolResult
-from assembler.tools.file_tools import EDIT_TOOL, READ_TOOL, WRITE_TOOL
+from assembler.tools.builtin.files import EDIT_TOOL, READ_TOOL, WRITE_TOOL
 
 
 @pytest.fixture
@@ -240,15 +240,15 @@ def test_edit_refusals(ws: Path, tmp_path: Path) -> None:
     ("tool", "args", "message"),
     [
         ("read", {}, "missing required argument 'path'"),
-        ("read", {"path": 3}, "must be a string, not number"),
-        ("read", {"path": "a", "offset": "2"}, "must be an integer, not string"),
+        ("read", {"path": 3}, "must be a string, not a number"),
+        ("read", {"path": "a", "offset": "2"}, "must be an integer, not a string"),
         ("read", {"path": "a", "offset": 0}, "at least 1"),
-        ("read", {"path": "a", "limit": True}, "must be an integer, not boolean"),
+        ("read", {"path": "a", "limit": True}, "must be an integer, not a boolean"),
         ("read", {"path": "a", "lines": 3}, "unknown argument(s) lines"),
         ("write", {"path": "a"}, "missing required argument 'content'"),
         ("write", {"path": None, "content": ""}, "missing required argument 'path'"),
         ("edit", {"path": "a", "old_text": "x"}, "missing required argument 'new_text'"),
-        ("edit", {"path": "a", "old_text": ["x"], "new_text": ""}, "not array"),
+        ("edit", {"path": "a", "old_text": ["x"], "new_text": ""}, "not a list"),
     ],
 )
 def test_bad_arguments_are_error_results(

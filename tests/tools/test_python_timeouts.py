@@ -21,7 +21,7 @@ import pytest
 
 from assembler.manifest.model import PythonToolSpec
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.python_tools import load_python_tool
+from assembler.tools.python.tools import load_python_tool
 
 _counter = itertools.count()
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from assembler.manifest.model import PythonToolSpec
 from assembler.tools.base import ToolContext
-from assembler.tools.python_tools import load_python_tool
+from assembler.tools.python.tools import load_python_tool
 
 root = Path(sys.argv[1])
 tool = load_python_tool(PythonToolSpec(sys.argv[2]), [root])

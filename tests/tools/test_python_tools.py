@@ -19,8 +19,8 @@ import pytest
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.python_docstrings import parse_docstring
-from assembler.tools.python_tools import (
+from assembler.tools.python.docstrings import parse_docstring
+from assembler.tools.python.tools import (
     load_python_tool,
     static_python_tool,
     tool_from_function,

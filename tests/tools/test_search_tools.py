@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.search_tools import FIND_TOOL, GREP_TOOL, LS_TOOL
-from assembler.tools.tree import glob_matcher
+from assembler.tools.builtin.search import FIND_TOOL, GREP_TOOL, LS_TOOL
+from assembler.tools.builtin.tree import glob_matcher
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assembler.errors import ToolError
-from assembler.tools.workspace import display_path, resolve_in_workspace
+from assembler.tools.builtin.workspace import display_path, resolve_in_workspace
 
 
 @pytest.fixture

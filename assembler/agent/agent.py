@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from assembler.errors import Issue
 from assembler.manifest.model import Manifest
@@ -24,10 +24,12 @@ from assembler.runner.events import (
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
+from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from assembler.assembly.lifecycle import Assembly
-    from assembler.assembly.parts import AgentParts
+    from assembler.agent.lifecycle import Assembly
+    from assembler.agent.parts import AgentParts
+    from assembler.memory.session import MemorySession
     from assembler.sessions.store import Session
 
 
@@ -80,12 +82,18 @@ class Agent:
         return self.parts.snapshot
 
     @property
-    def registry(self) -> Any:
+    def registry(self) -> ToolRegistry:
         return self.parts.registry
 
     @property
     def diagnostics(self) -> tuple[Issue, ...]:
         return tuple(self.parts.diagnostics)
+
+    @property
+    def memory(self) -> MemorySession | None:
+        """The memory session (selection, extraction, consolidation), if the manifest
+        has a memory policy."""
+        return self.assembly.memory
 
     @property
     def messages(self) -> list[Message]:
@@ -103,11 +111,7 @@ class Agent:
 
     def install(self, parts: AgentParts) -> None:
         """Swap in a new set of parts (snapshot, registry, prompt, hooks) at once."""
-        self.parts = parts
-        self.runner.registry = parts.registry
-        self.runner.system_prompt = parts.prompt
-        self.runner.hooks = parts.hooks
-        self.runner.trace = parts.trace
+        self.parts = self.runner.parts = parts
 
     # -- running ---------------------------------------------------------------
 
@@ -118,8 +122,7 @@ class Agent:
         if self._started:
             return
         self._started = True
-        if await self.assembly.connect_mcp():
-            self.install(self.assembly.parts(self.parts.snapshot))
+        await self.assembly.connect_mcp(self.parts)
         await self.parts.extension_hooks.session_start()
 
     async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:

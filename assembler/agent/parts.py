@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from assembler.assembly.prompt import make_prompt_provider
-from assembler.assembly.tools import manifest_tools
+from assembler.agent.services import TraceFactory
+from assembler.agent.tool_collection import manifest_tools
 from assembler.errors import Issue
 from assembler.extensions.api import Command
 from assembler.extensions.hooks import ExtensionHooks
 from assembler.extensions.loader import LoadedExtension
 from assembler.manifest.model import Manifest
+from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
@@ -46,9 +46,6 @@ class AgentParts:
         self._reported = len(self.diagnostics)
         return pending
 
-    def tool_sources(self) -> dict[str, str]:
-        return {tool.name: tool.source for tool in self.registry.tools()}
-
 
 def assemble_parts(
     manifest: Manifest,
@@ -58,7 +55,7 @@ def assemble_parts(
     extra_tools: Sequence[Tool] = (),
     extra_hooks: Sequence[RunnerHooks] = (),
     memory: MemorySource | None = None,
-    trace_factory: Any = None,
+    trace_factory: TraceFactory | None = None,
     extra_diagnostics: Sequence[Issue] = (),
 ) -> AgentParts:
     """Registry, prompt and hooks from one snapshot (see module doc for the order)."""
@@ -70,7 +67,7 @@ def assemble_parts(
             commands.setdefault(command.name, command)
     collection.extend(extra_tools)
     registry = collection.registry()
-    sources = {tool.name: tool.source for tool in registry.tools()}
+    sources = registry.sources()
     extension_hooks = ExtensionHooks(
         extensions,
         agent=manifest.name,

@@ -20,11 +20,11 @@ from jsonschema.exceptions import SchemaError as InvalidSchema
 
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
-from assembler.project_modules import import_from_roots
+from assembler.python_refs import import_from_roots
 from assembler.tools.base import Tool, ToolContext
-from assembler.tools.python_call import Slot, exception_text, executor
-from assembler.tools.python_docstrings import Docstring
-from assembler.tools.python_schema import (
+from assembler.tools.python.call import Slot, exception_text, executor
+from assembler.tools.python.docstrings import Docstring
+from assembler.tools.python.schema import (
     NO_DEFAULT,
     Schema,
     SchemaError,
@@ -32,7 +32,7 @@ from assembler.tools.python_schema import (
     hint_schema,
     with_default,
 )
-from assembler.tools.python_signature import (
+from assembler.tools.python.signature import (
     VARIADIC,
     Param,
     arguments_schema,

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from assembler.manifest.model import PythonToolSpec
-from assembler.tools.python_docstrings import Docstring
-from assembler.tools.python_schema import (
+from assembler.python_refs import check_source, find_module_source
+from assembler.tools.python.docstrings import Docstring
+from assembler.tools.python.schema import (
     NO_DEFAULT,
     RuntimeOnly,
     Schema,
@@ -26,7 +27,7 @@ from assembler.tools.python_schema import (
     described,
     with_default,
 )
-from assembler.tools.python_signature import (
+from assembler.tools.python.signature import (
     PERMISSIVE_PARAMETERS,
     VARIADIC,
     Param,
@@ -35,8 +36,7 @@ from assembler.tools.python_signature import (
     signature_problems,
     texts,
 )
-from assembler.tools.python_source_types import SourceTypes
-from assembler.validation.pyref import check_source, find_module_source
+from assembler.tools.python.source_types import SourceTypes
 
 _CONTEXT_NAMES = {"assembler.tools.base.ToolContext", "assembler.tools.ToolContext"}
 

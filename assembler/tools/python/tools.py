@@ -2,13 +2,13 @@
 
 The public entry points; the work is done in small modules:
 
-- `python_runtime`: import the function, read its signature and type hints, wrap it;
-- `python_call`: check and convert the model's arguments, call the function within
-  the timeout, turn whatever it does into a result;
-- `python_static`: the same description read from source alone, for
+- `runtime`: import the function, read its signature and type hints, wrap it;
+- `call`: check and convert the model's arguments, call the function within the
+  timeout, turn whatever it does into a result;
+- `static`: the same description read from source alone, for
   `assemble render --dry-run`, which must not run project code;
-- `python_signature`, `python_docstrings`, `python_schema`, `python_source_types`:
-  what both views share, so the dry-run prompt equals the real one.
+- `signature`, `docstrings`, `schema`, `source_types`: what both views share, so the
+  dry-run prompt equals the real one.
 """
 
 from __future__ import annotations
@@ -21,11 +21,17 @@ from typing import Any
 
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
-from assembler.tools.base import Tool
-from assembler.tools.python_runtime import build, import_function, refuse_generators
-from assembler.tools.python_static import StaticToolInfo, static_python_tool
+from assembler.tools.base import Tool, ToolContext, ToolResult
+from assembler.tools.python.runtime import build, import_function, refuse_generators
+from assembler.tools.python.static import StaticToolInfo, static_python_tool
 
-__all__ = ["StaticToolInfo", "load_python_tool", "static_python_tool", "tool_from_function"]
+__all__ = [
+    "StaticToolInfo",
+    "dry_run_python_tool",
+    "load_python_tool",
+    "static_python_tool",
+    "tool_from_function",
+]
 
 
 def load_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> Tool:
@@ -59,3 +65,22 @@ def tool_from_function(
     spec = PythonToolSpec(reference, name, description, snippet, parameters)
     tool = build(function, spec, function.__name__)
     return dataclasses.replace(tool, source=source) if source else tool
+
+
+def dry_run_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> Tool:
+    """The tool as `render --dry-run` shows it: name, snippet and schema read from the
+    parsed source (so the dry-run prompt is the real prompt), and an `execute` that
+    refuses, since a dry run never runs project code."""
+    info = static_python_tool(spec, roots)
+
+    async def refuse(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult("a dry run does not execute tools", is_error=True)
+
+    return Tool(
+        name=info.name,
+        description=info.description,
+        parameters=info.parameters,
+        execute=refuse,
+        snippet=info.snippet,
+        source=f"python:{spec.function}",
+    )

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from assembler.tools.workspace import is_inside
+from assembler.tools.builtin.workspace import is_inside
 
 #: Version-control directories: huge, never what the model is looking for.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})

@@ -70,7 +70,7 @@ class TraceWriter:
 
     def __init__(self, path: Path, tool_sources: Mapping[str, str] | None = None) -> None:
         self.path = path
-        self.tool_sources = dict(tool_sources or {})
+        self.tool_sources = tool_sources or {}  # live: tools can join after the build
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, record: ToolCallRecord) -> None:

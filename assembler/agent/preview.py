@@ -9,23 +9,22 @@ reads the prompt the first request would carry.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assembler.assembly.prompt import make_prompt_provider
-from assembler.assembly.tools import manifest_tools
+from assembler.agent.tool_collection import manifest_tools
 from assembler.errors import Issue, ProviderError
 from assembler.manifest.model import Manifest, MCPToolSet
+from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.tools.base import Tool
+from assembler.trust import TrustPrompt
 
 if TYPE_CHECKING:
     from assembler.messages import ModelRequest, StreamEvent
-
-TrustPrompt = Callable[[Path, list[str]], bool]
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,9 @@ async def preview_live(
     user_input: str | None = None,
 ) -> Preview:
     """Build the real agent (extensions loaded, servers started) and read its prompt."""
-    from assembler.build import build_agent
+    # Imported here: a dry run never builds an agent, and the build's imports (runner,
+    # providers, extensions) would add to every `render --dry-run` start-up.
+    from assembler.agent.build import build_agent
 
     agent = build_agent(
         manifest,

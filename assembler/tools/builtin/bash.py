@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_number, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
+from assembler.tools.builtin.workspace import workspace_root
 from assembler.tools.environment import scrub_environment
 from assembler.tools.truncate import split_lines, truncate_text
-from assembler.tools.workspace import workspace_root
 
 if TYPE_CHECKING:
     from asyncio.subprocess import Process

@@ -14,7 +14,7 @@ import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from assembler.tools.python_schema import (
+from assembler.tools.python.schema import (
     RuntimeOnly,
     Schema,
     SchemaError,

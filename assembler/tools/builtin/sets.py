@@ -13,10 +13,10 @@ from types import MappingProxyType
 
 from assembler.errors import ToolError
 from assembler.tools.base import Tool
-from assembler.tools.bash import BASH_TOOL
-from assembler.tools.file_tools import EDIT_TOOL, READ_TOOL, WRITE_TOOL
-from assembler.tools.names import BUILTIN_SETS
-from assembler.tools.search_tools import FIND_TOOL, GREP_TOOL, LS_TOOL
+from assembler.tools.builtin.bash import BASH_TOOL
+from assembler.tools.builtin.files import EDIT_TOOL, READ_TOOL, WRITE_TOOL
+from assembler.tools.builtin.names import BUILTIN_SETS
+from assembler.tools.builtin.search import FIND_TOOL, GREP_TOOL, LS_TOOL
 
 BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(
     {

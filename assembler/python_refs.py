@@ -1,20 +1,28 @@
-"""Find Python code by name without importing it.
+"""Python code named in a manifest (`tools.fees:quote_fee`): find it without
+importing it, and import it once trusted, from the same place.
 
 `assemble validate` must not run project code, yet it should say when
 `tools.fees:quote_fee` points at nothing. Importing would run the module; instead we
 ask the path finder where the source file is (`PathFinder.find_spec` only looks at
 the file system, it never executes a module, not even a package's `__init__`) and
 read the function definitions from the parsed source.
+
+Importing must search the same places in the same order as finding (the manifest's
+directory, then the workspace, then installed packages), or a manifest that validates
+would fail to run, or run a different module.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
+from types import ModuleType
 
 
 @dataclass(frozen=True)
@@ -125,3 +133,20 @@ def _binds(node: ast.stmt, name: str) -> bool:
     if isinstance(node, ast.ImportFrom | ast.Import):
         return any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names)
     return False
+
+
+def import_from_roots(module: str, roots: Sequence[Path]) -> ModuleType:
+    """Import `module`, looking in `roots` before `sys.path`; a module already imported
+    under that name is reused. Raises what the import raises."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return loaded
+    entries = list(dict.fromkeys(str(root) for root in roots))
+    importlib.invalidate_caches()
+    sys.path[:0] = entries
+    try:
+        return importlib.import_module(module)
+    finally:
+        for entry in entries:
+            with suppress(ValueError):
+                sys.path.remove(entry)

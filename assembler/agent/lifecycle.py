@@ -2,7 +2,9 @@
 
 `Assembly` keeps the inputs that outlive one snapshot (the manifest, loaded
 extensions, MCP connections, the memory session) and builds `AgentParts` from a
-snapshot whenever one of them changes, always through the one `assemble_parts`.
+snapshot, always through the one `assemble_parts`. MCP servers connect later (they
+need a running event loop): their tools join the live registry in their place,
+so the prompt provider, hooks and trace built with the parts stay as they are.
 """
 
 from __future__ import annotations
@@ -10,15 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from assembler.assembly.parts import AgentParts, assemble_parts
+from assembler.agent.parts import AgentParts, assemble_parts
+from assembler.agent.services import TraceFactory
+from assembler.agent.tool_collection import clash
 from assembler.errors import Issue
 from assembler.extensions.loader import LoadedExtension, load_extensions
 from assembler.manifest.model import Manifest, MCPToolSet
+from assembler.memory.hooks import MemoryHooks
+from assembler.providers.registry import register_provider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import RunnerHooks
 from assembler.tools.base import Tool
+from assembler.trust import code_roots
 
 if TYPE_CHECKING:
     from assembler.mcp.toolset import MCPToolsets
@@ -29,7 +36,7 @@ if TYPE_CHECKING:
 @dataclass
 class Assembly:
     manifest: Manifest
-    trace_factory: Any = None
+    trace_factory: TraceFactory | None = None
     extensions: list[LoadedExtension] = field(default_factory=list)
     mcp: MCPToolsets | None = None
     memory: MemorySession | None = None
@@ -40,8 +47,6 @@ class Assembly:
         return self.manifest.workspace.resolve()
 
     def load_extensions(self, snapshot: ResourceSnapshot) -> None:
-        from assembler.assembly.project_code import code_roots
-        from assembler.providers.registry import register_provider
 
         self.extensions = load_extensions(
             snapshot.extensions, self.workspace, code_roots(self.manifest)
@@ -56,8 +61,6 @@ class Assembly:
         hooks: list[RunnerHooks] = []
         memory_source = None
         if self.memory is not None:
-            from assembler.assembly.memory import MemoryHooks
-
             tools.extend(self.memory.tools())
             hooks.append(MemoryHooks(self.memory))
             if not self.memory.emit_context_messages:
@@ -81,16 +84,17 @@ class Assembly:
     def mcp_sets(self) -> list[MCPToolSet]:
         return [s for s in self.manifest.tools.sets if isinstance(s, MCPToolSet)]
 
-    async def connect_mcp(self) -> bool:
-        """Start the manifest's MCP servers; a server that fails becomes an error
-        diagnostic and the agent goes on with its other tools."""
+    async def connect_mcp(self, parts: AgentParts) -> None:
+        """Start the manifest's MCP servers and add their tools to `parts`; a server
+        that fails becomes an error diagnostic and the agent goes on without it."""
         sets = self.mcp_sets()
         if not sets or self.mcp is not None:
-            return False
+            return
+        # Imported here: agents without MCP servers never load the MCP SDK.
         from assembler.mcp.toolset import connect_tool_sets
 
         self.mcp = await connect_tool_sets(sets, self.workspace, strict=False)
-        return True
+        join_late_tools(parts, self.mcp.tools)
 
     def poll(self) -> list[Issue]:
         """Diagnostics that arose while running (an MCP server that died, a memory
@@ -115,3 +119,17 @@ class Assembly:
         finally:
             if self.mcp is not None:
                 await self.mcp.aclose()
+
+
+def join_late_tools(parts: AgentParts, tools: Sequence[Tool]) -> None:
+    """Add tools that exist only once the agent runs (MCP) to the live registry, in
+    the place the clash rules give them: after built-in, Python and extension tools,
+    before the memory tool. A name already taken keeps its first owner."""
+    registry = parts.registry
+    tail = [registry.remove(t.name) for t in registry.tools() if t.source == "memory"]
+    for tool in [*tools, *tail]:
+        existing = registry.get(tool.name)
+        if existing is None:
+            registry.register(tool)
+        elif existing is not tool:
+            parts.diagnostics.append(clash(tool, existing))

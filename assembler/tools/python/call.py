@@ -25,8 +25,8 @@ from jsonschema import Draft202012Validator
 
 from assembler.errors import ToolError
 from assembler.tools.base import ToolContext, ToolFunction, ToolResult
-from assembler.tools.python_schema import NO_DEFAULT, Converter
-from assembler.tools.python_signature import VARIADIC, Param
+from assembler.tools.python.schema import NO_DEFAULT, Converter
+from assembler.tools.python.signature import VARIADIC, Param
 from assembler.tools.truncate import truncate_output
 
 TRACEBACK_FRAMES = 5

@@ -15,7 +15,10 @@ from pathlib import Path
 from assembler.errors import Issue
 from assembler.manifest.model import BuiltinToolSet, Manifest, PythonToolSet
 from assembler.tools.base import Tool
+from assembler.tools.builtin.sets import resolve_builtin
+from assembler.tools.python.tools import dry_run_python_tool, load_python_tool
 from assembler.tools.registry import ToolRegistry, dedupe_guidelines
+from assembler.trust import code_roots
 
 
 @dataclass
@@ -31,16 +34,7 @@ class ToolCollection:
         existing = self.tools.get(tool.name)
         if existing is not None:
             if existing is not tool:
-                self.diagnostics.append(
-                    Issue(
-                        severity="warning",
-                        message=(
-                            f"tool `{tool.name}` from {_describe(tool.source)} is ignored: "
-                            f"`{tool.name}` from {_describe(existing.source)} came first "
-                            "(first wins)"
-                        ),
-                    )
-                )
+                self.diagnostics.append(clash(tool, existing))
             return False
         self.tools[tool.name] = tool
         return True
@@ -51,6 +45,17 @@ class ToolCollection:
 
     def registry(self) -> ToolRegistry:
         return ToolRegistry(self.tools.values(), dedupe_guidelines(self.guidelines))
+
+
+def clash(ignored: Tool, kept: Tool) -> Issue:
+    """The diagnostic for a tool dropped because an earlier one has its name."""
+    return Issue(
+        severity="warning",
+        message=(
+            f"tool `{ignored.name}` from {_describe(ignored.source)} is ignored: "
+            f"`{kept.name}` from {_describe(kept.source)} came first (first wins)"
+        ),
+    )
 
 
 def _describe(source: str) -> str:
@@ -65,20 +70,11 @@ def _describe(source: str) -> str:
 
 
 def builtin_tools(spec: BuiltinToolSet) -> list[Tool]:
-    from assembler.tools.builtin import resolve_builtin
-
     tools = resolve_builtin(spec.names)
     if spec.allow is not None:
         allowed = set(spec.allow)
         tools = tuple(t for t in tools if t.name in allowed)
     return list(tools)
-
-
-def python_roots(manifest: Manifest) -> list[Path]:
-    """Where `pkg.mod:func` is looked up first: the manifest's folder, the workspace."""
-    from assembler.assembly.project_code import code_roots
-
-    return code_roots(manifest)
 
 
 def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:
@@ -93,16 +89,12 @@ def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:
         if isinstance(spec, BuiltinToolSet):
             collection.extend(builtin_tools(spec))
         elif isinstance(spec, PythonToolSet):
-            collection.extend(python_tools(spec, python_roots(manifest), static=static))
+            collection.extend(python_tools(spec, code_roots(manifest), static=static))
     collection.guidelines.extend(manifest.tools.guidelines)
     return collection
 
 
 def python_tools(spec: PythonToolSet, roots: Sequence[Path], *, static: bool) -> list[Tool]:
     if static:
-        from assembler.assembly.static_tools import static_tool
-
-        return [static_tool(entry, roots) for entry in spec.tools]
-    from assembler.tools.python_tools import load_python_tool
-
+        return [dry_run_python_tool(entry, roots) for entry in spec.tools]
     return [load_python_tool(entry, roots) for entry in spec.tools]

@@ -15,9 +15,9 @@ from typing import Any
 from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_int, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.text_files import read_text_exact, read_text_lossy
+from assembler.tools.builtin.text_files import read_text_exact, read_text_lossy
+from assembler.tools.builtin.workspace import display_path, resolve_in_workspace
 from assembler.tools.truncate import split_lines, truncate_text
-from assembler.tools.workspace import display_path, resolve_in_workspace
 
 _PATH = {
     "type": "string",

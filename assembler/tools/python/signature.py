@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembler.manifest.model import PythonToolSpec
-from assembler.tools.python_docstrings import Docstring, parse_docstring
-from assembler.tools.python_schema import Schema, record
+from assembler.tools.python.docstrings import Docstring, parse_docstring
+from assembler.tools.python.schema import Schema, record
 
 PERMISSIVE_PARAMETERS: Mapping[str, Any] = {"type": "object"}
 VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)

@@ -24,10 +24,10 @@ from assembler.tools.arguments import (
     require_str,
 )
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.text_files import looks_binary
-from assembler.tools.tree import glob_matcher, walk_files
+from assembler.tools.builtin.text_files import looks_binary
+from assembler.tools.builtin.tree import glob_matcher, walk_files
+from assembler.tools.builtin.workspace import display_path, resolve_in_workspace, workspace_root
 from assembler.tools.truncate import truncate_output
-from assembler.tools.workspace import display_path, resolve_in_workspace, workspace_root
 
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINE_CHARS = 300

@@ -1,0 +1,89 @@
+"""Which model an agent talks to: the manifest's, or the one `--model` names.
+
+Kept apart from the build so the CLI commands that only need a provider (memory
+consolidation) and the build agree on one rule for overrides and scripted replays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from assembler.errors import ProviderError
+from assembler.manifest.model import Manifest
+from assembler.messages import ModelSettings
+from assembler.providers.base import ModelProvider
+from assembler.providers.registry import create_provider, known_providers, parse_model_string
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    provider: str
+    name: str
+    base_url: str | None
+    api_key_env: str | None
+    settings: ModelSettings
+    options: Mapping[str, object]
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice:
+    """The manifest's model, or `override` (`provider:name`, as `--model` gives it).
+
+    An override of the same provider keeps the manifest's `base_url`, key variable
+    and options; another provider starts from defaults.
+    """
+    spec = manifest.model
+    if override:
+        provider, name = parse_model_string(override)
+        if spec is None or spec.provider != provider:
+            return _with_script(
+                manifest, ModelChoice(provider, name, None, None, ModelSettings(), {})
+            )
+    elif spec is not None:
+        provider, name = spec.provider, spec.name
+    else:
+        raise ProviderError(
+            f"{manifest.name}: no model: set `model:` in the manifest or pass --model provider:name"
+        )
+    assert spec is not None
+    options = dict(spec.options)
+    if spec.script is not None:
+        options["script"] = str(spec.script)
+    settings = ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens)
+    return _with_script(
+        manifest, ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options)
+    )
+
+
+def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
+    """`scripted:<file>` names its script, relative to the manifest."""
+    if choice.provider != "scripted" or "script" in choice.options:
+        return choice
+    script = Path(os.path.normpath(manifest.directory / choice.name))
+    return ModelChoice(
+        choice.provider, choice.name, None, None, choice.settings, {"script": str(script)}
+    )
+
+
+def is_builtin_provider(name: str) -> bool:
+    """Built-in providers are created before extensions load, so a missing API key
+    fails before any project code runs."""
+    return name in known_providers()
+
+
+def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelProvider:
+    return create_provider(
+        choice.provider,
+        choice.name,
+        base_url=choice.base_url,
+        api_key_env=choice.api_key_env,
+        settings=choice.settings,
+        options=choice.options,
+        env=env,
+    )

@@ -1,0 +1,72 @@
+"""The services step of the build: session file, audit trace and memory session.
+
+Each is optional (a preview records no session, a manifest may have no memory), and
+each is created once per agent by `build_agent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assembler.manifest.model import Manifest
+from assembler.providers.base import ModelProvider
+
+if TYPE_CHECKING:
+    from assembler.agent.model_choice import ModelChoice
+    from assembler.memory.session import MemorySession
+    from assembler.sessions.store import Session
+    from assembler.sessions.trace import TraceWriter
+
+TraceFactory = Callable[[Mapping[str, str]], "TraceWriter"]
+"""Makes the audit trace of an agent once its tools (and their sources) are known."""
+
+
+def key_variables(manifest: Manifest, choice: ModelChoice | None) -> list[str]:
+    """Variables holding the agent's own API keys, whatever they are called."""
+    names = [manifest.model.api_key_env] if manifest.model and manifest.model.api_key_env else []
+    if choice is not None and choice.api_key_env:
+        names.append(choice.api_key_env)
+    return names
+
+
+def open_memory(
+    manifest: Manifest, provider: ModelProvider, choice: ModelChoice | None
+) -> MemorySession | None:
+    if manifest.memory is None:
+        return None
+    # Imported here: an agent without memory never loads the memory package.
+    from assembler.memory.session import MemorySession
+
+    return MemorySession.open(manifest.memory, provider, model=choice.name if choice else "")
+
+
+def create_session(
+    manifest: Manifest,
+    choice: ModelChoice | None,
+    provider: ModelProvider | None,
+    session_dir: Path | None,
+) -> Session:
+    # Imported here to keep `render` and `validate` start-up free of the session store.
+    from assembler.sessions.paths import default_session_dir
+    from assembler.sessions.store import SessionStore
+
+    store = SessionStore(session_dir or default_session_dir(manifest.name))
+    label = choice.label if choice is not None else (provider.name if provider else "")
+    return store.create(agent=manifest.name, manifest=manifest.path, model=label)
+
+
+def trace_factory(session: Session | None) -> TraceFactory | None:
+    """The audit trace lives beside the session file (`<id>.trace.jsonl`)."""
+    if session is None:
+        return None
+    from assembler.sessions.trace import TraceWriter
+
+    path = session.path
+    trace_path = path.with_name(path.name.removesuffix(".jsonl") + ".trace.jsonl")
+
+    def factory(sources: Mapping[str, str]) -> TraceWriter:
+        return TraceWriter(trace_path, sources)
+
+    return factory
