@@ -40,7 +40,7 @@ _EXPORTS = {
     "MemoryStoreError": "assembler.errors",
     "MCPError": "assembler.errors",
     "Issue": "assembler.errors",
-    "canonical_json": "assembler.canonical",
+    "canonical_json": "assembler.prompt.canonical",
 }
 
 __all__ = [
@@ -74,7 +74,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from assembler.agent import Agent, RunResult, build_agent
-    from assembler.canonical import canonical_json
     from assembler.errors import (
         AssemblerError,
         ExtensionError,
@@ -96,6 +95,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from assembler.manifest.model import Manifest
+    from assembler.prompt.canonical import canonical_json
     from assembler.resources.loader import LoaderFlags
     from assembler.validation.load import load_manifest
 

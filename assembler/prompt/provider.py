@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from assembler.canonical import canonical_json
+from assembler.prompt.canonical import canonical_json
 from assembler.prompt.renderer import (
     DynamicPromptRenderer,
     MemoryEntry,

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from assembler.canonical import canonical_json
 from assembler.errors import RenderError, TemplateError
 from assembler.manifest.model import SECTION_NAMES, TemplateOverride
+from assembler.prompt.canonical import canonical_json
 from assembler.prompt.templates import (
     check_override,
     compile_template,

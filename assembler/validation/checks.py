@@ -75,7 +75,7 @@ def check_context(ctx: CheckContext) -> Iterator[Issue]:
     context = ctx.data.get("context")
     if not isinstance(context, dict):
         return
-    from assembler.canonical import canonical_json
+    from assembler.prompt.canonical import canonical_json
 
     try:
         canonical_json(context)

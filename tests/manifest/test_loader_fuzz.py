@@ -27,7 +27,7 @@ from assembler.manifest.loader import parse_manifest
 from assembler.manifest.yaml_source import decode_text, load_yaml_text
 from assembler.validation.validator import validate_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "agents").glob("*.yaml"))
 
 _LONG = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz-long"

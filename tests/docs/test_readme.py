@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 NEEDS_A_KEY = ("openai:", "anthropic:", "memory consolidate")  # real models
 
 

@@ -573,7 +573,14 @@ def test_the_checked_variables_are_the_ones_the_renderer_passes(
         return real(template, variables, origin)  # type: ignore[arg-type]
 
     monkeypatch.setattr(renderer_module, "render_template", recording)
-    corpus = Path(__file__).parent / "manifests" / "valid" / "prompt_overrides" / "agent.yaml"
+    corpus = (
+        Path(__file__).resolve().parents[1]
+        / "manifest"
+        / "corpus"
+        / "valid"
+        / "prompt_overrides"
+        / "agent.yaml"
+    )
     manifest = load_manifest(corpus, env={})
     assert set(manifest.prompt) == set(SECTION_VARIABLES)
     text = DynamicPromptRenderer(manifest.prompt).render(

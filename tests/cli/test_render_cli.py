@@ -24,7 +24,9 @@ from assembler.agent.build import build_agent
 from assembler.testing import ScriptedModel
 from assembler.validation.load import load_manifest
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "shipping-fixer.prompt.txt"
+SNAPSHOT = (
+    Path(__file__).resolve().parents[1] / "prompt" / "snapshots" / "shipping-fixer.prompt.txt"
+)
 EXTENSION_NOTE = (
     "dry run: extension `protect_tests` is not loaded in a dry run: tools, commands and "
     "handlers it registers are not shown"

@@ -1,4 +1,4 @@
-"""Tests for `assembler.canonical`: RFC 8785 vectors, every number form, and refusals."""
+"""Tests for `assembler.prompt.canonical`: RFC 8785 vectors, every number form, and refusals."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assembler.canonical import canonical_json
 from assembler.errors import PromptContextError
+from assembler.prompt.canonical import canonical_json
 
-DATA = Path(__file__).parent / "data" / "jcs"
+DATA = Path(__file__).resolve().parents[1] / "data" / "jcs"
 VECTORS = sorted(path.name for path in (DATA / "input").glob("*.json"))
 
 

@@ -21,7 +21,7 @@ from clirun import assemble
 from assembler.cli.main import cli
 from assembler.manifest.yaml_source import MAX_FILE_BYTES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 GOOD = "version: 1\nname: good\nidentity: You help.\n"
 BAD = "version: 1\nname: bad agent\nidentity: You help.\ndescripton: typo\n"

@@ -79,7 +79,7 @@ def test_invalid_case(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_folder_cases_are_found_as_manifests_by_validate() -> None:
-    """`assemble validate tests/manifests/valid` finds the same cases the test runs."""
+    """`assemble validate tests/manifest/corpus/valid` finds the same cases the test runs."""
     found, issues = find_manifests([CORPUS / "valid"])
     assert issues == []
     assert sorted(found) == VALID

@@ -22,7 +22,7 @@ from assembler.manifest.yaml_source import load_yaml_text
 from assembler.validation.load import load_manifest
 from assembler.validation.validator import find_manifests, validate_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE_SCHEMA = REPO / "assembler" / "schemas" / "agent.schema.json"
 PUBLISHED_SCHEMA = REPO / "schemas" / "agent.schema.json"
 SCHEMA_LINE = "# yaml-language-server: $schema="
