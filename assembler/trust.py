@@ -26,7 +26,9 @@ from pathlib import Path
 from assembler.errors import TrustError
 from assembler.files import atomic_write
 from assembler.manifest.model import Manifest, MCPToolSet, PythonToolSet
-from assembler.python_refs import find_module_source
+from assembler.providers.registry import is_local_url
+from assembler.python_refs import locate_module
+from assembler.urls import display_url
 from assembler.user_dirs import default_config_dir
 
 TRUST_FILE = "trust.json"
@@ -49,22 +51,24 @@ def code_roots(manifest: Manifest) -> list[Path]:
     return list(dict.fromkeys([manifest.directory.resolve(), manifest.workspace.resolve()]))
 
 
-def project_code(
-    manifest: Manifest, *, include_extensions: bool = True, include_mcp: bool = True
-) -> list[ProjectCode]:
-    """The project code building this agent would run, each with its directory."""
+def project_code(manifest: Manifest, *, include_extensions: bool = True) -> list[ProjectCode]:
+    """What building this agent would run or send on the project's say-so, each with
+    the directory whose trust it needs: project code, and network destinations the
+    manifest picks that receive the user's secrets (a `${VAR}` in a URL or header,
+    or the API key sent to a `base_url` that is not on this machine)."""
     roots = code_roots(manifest)
     manifest_dir = roots[0]
     found: list[ProjectCode] = []
 
     def module_in_project(module: str, what: str) -> None:
-        source, _ = find_module_source(module, roots)
-        if source is None:
+        location = locate_module(module, roots)
+        if location.path is None or not location.in_project:
             return
-        resolved = source.resolve()
-        root = next((r for r in roots if resolved.is_relative_to(r)), None)
-        if root is not None:
-            found.append(ProjectCode(f"{what} ({_relative(resolved, manifest_dir)})", root))
+        shown = _relative(location.path, manifest_dir)
+        if location.target is not None and location.target != location.path:
+            shown += f" -> {_relative(location.target, manifest_dir)}"
+        for root in location.roots:
+            found.append(ProjectCode(f"{what} ({shown})", root))
 
     for extension in manifest.extensions if include_extensions else ():
         if extension.kind == "path" and extension.path is not None:
@@ -76,12 +80,40 @@ def project_code(
         if isinstance(tool_set, PythonToolSet):
             for tool in tool_set.tools:
                 module_in_project(tool.function.partition(":")[0], f"Python tool {tool.function}")
-        elif include_mcp and isinstance(tool_set, MCPToolSet) and tool_set.server.command:
+        elif isinstance(tool_set, MCPToolSet) and tool_set.server.command:
             description = (
                 f"MCP server `{tool_set.server.name}` (command `{tool_set.server.command}`)"
             )
             found.append(ProjectCode(description, manifest_dir))
+        elif isinstance(tool_set, MCPToolSet) and tool_set.server.network_variables:
+            server = tool_set.server
+            found.append(
+                ProjectCode(
+                    f"MCP server `{server.name}` sends {_variables(server.network_variables)} "
+                    f"to {display_url(server.url_template or '')}",
+                    manifest_dir,
+                )
+            )
+    found.extend(_model_endpoint(manifest, manifest_dir))
     return list(dict.fromkeys(found))
+
+
+def _model_endpoint(manifest: Manifest, manifest_dir: Path) -> list[ProjectCode]:
+    """A model `base_url` receives the API key, and whatever `${VAR}` its URL holds."""
+    spec = manifest.model
+    if spec is None or not spec.base_url:
+        return []
+    sent = list(_variables(spec.base_url_variables).split(", ")) if spec.base_url_variables else []
+    if not is_local_url(spec.base_url):
+        sent.append(f"your API key (${spec.api_key_env})" if spec.api_key_env else "your API key")
+    if not sent:
+        return []
+    shown = display_url(spec.base_url_template or spec.base_url)
+    return [ProjectCode(f"model endpoint {shown} receives {' and '.join(sent)}", manifest_dir)]
+
+
+def _variables(names: tuple[str, ...]) -> str:
+    return ", ".join(f"${{{name}}}" for name in names)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -174,7 +206,8 @@ def check_trust(
             continue
         lines = "\n".join(f"  - {item}" for item in listing)
         raise TrustError(
-            f"{root} is not a trusted directory, and building this agent would run its code:\n"
+            f"{root} is not a trusted directory, and building this agent would run code "
+            "or send secrets on its say-so:\n"
             f"{lines}\n"
             f"Read that code, then trust the directory with `assemble trust add {root}` "
             "or pass --trust for this run."

@@ -35,7 +35,6 @@ from assembler.runner.loop import AgentRunner
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import scrub_environment
 from assembler.trust import TrustPrompt, check_trust
-from assembler.urls import display_url
 from assembler.validation.load import load_manifest
 
 
@@ -98,8 +97,8 @@ def build_agent(
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
     )
-    if choice is not None and choice.base_url:
-        runner.endpoint = display_url(choice.base_url)
+    if choice is not None and choice.shown_base_url:
+        runner.endpoint = choice.shown_base_url
     return Agent(
         manifest=manifest,
         provider=model_provider,

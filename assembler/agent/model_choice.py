@@ -16,6 +16,7 @@ from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
 from assembler.providers.registry import create_provider, known_providers, parse_model_string
+from assembler.urls import display_url
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class ModelChoice:
     api_key_env: str | None
     settings: ModelSettings
     options: Mapping[str, object]
+    shown_base_url: str | None = None
+    """`base_url` with `${VAR}` unexpanded and credentials left out: for banners."""
 
     @property
     def label(self) -> str:
@@ -56,8 +59,10 @@ def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice
     if spec.script is not None:
         options["script"] = str(spec.script)
     settings = ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens)
+    shown = display_url(spec.base_url_template or spec.base_url) if spec.base_url else None
     return _with_script(
-        manifest, ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options)
+        manifest,
+        ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options, shown),
     )
 
 

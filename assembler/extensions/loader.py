@@ -22,7 +22,7 @@ from typing import Any
 from assembler.errors import AssemblerError, ExtensionError
 from assembler.extensions.api import ExtensionAPI, Registrations
 from assembler.manifest.model import ExtensionSpec
-from assembler.python_refs import import_from_roots
+from assembler.python_refs import import_module
 
 ENTRY_POINT_GROUP = "assembler.extensions"
 
@@ -78,7 +78,7 @@ def _import(spec: ExtensionSpec, roots: Sequence[Path]) -> ModuleType | Any:
             assert spec.path is not None
             return _import_file(spec.path)
         if spec.kind == "module":
-            return import_from_roots(spec.target, roots)
+            return import_module(spec.target, roots)
         return _entry_point(spec.target)
     except ExtensionError:
         raise
@@ -91,7 +91,11 @@ def _import(spec: ExtensionSpec, roots: Sequence[Path]) -> ModuleType | Any:
 
 
 def _import_file(path: Path) -> ModuleType:
-    """Execute a project file as a fresh module each time (a reload sees edits)."""
+    """Execute a project file as a fresh module each time (a reload sees edits).
+
+    Only `.py` source: a compiled file would run code nobody can read or check."""
+    if path.suffix != ".py":
+        raise ExtensionError(f"extension file {path} is not Python source (`.py`)")
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
     name = f"assembler_ext_{path.stem}_{digest}"
     module_spec = importlib.util.spec_from_file_location(name, path)

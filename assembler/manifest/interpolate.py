@@ -39,3 +39,8 @@ def interpolate(text: str, env: Mapping[str, str], on_missing: Callable[[str], N
         return ""
 
     return _PATTERN.sub(replace, text)
+
+
+def referenced_variables(text: str) -> tuple[str, ...]:
+    """The names of the `${VAR}` references in `text`, in order, each once."""
+    return tuple(dict.fromkeys(m.group(1) for m in _PATTERN.finditer(text) if m.group(1)))

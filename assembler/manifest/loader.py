@@ -150,6 +150,7 @@ class _ManifestBuilder:
             max_tokens=raw.get("max_tokens"),
             script=self.resolve(script) if script else None,
             options=raw.get("options", {}),
+            base_url_template=base_url or None,
         )
 
     def tools(self, raw: Mapping[str, Any] | None) -> ToolsSpec:
@@ -211,6 +212,8 @@ class _ManifestBuilder:
                 k: self.text(v, (*path, "headers", k)) for k, v in raw.get("headers", {}).items()
             },
             timeout=float(raw.get("timeout", 30.0)),
+            url_template=raw.get("url"),
+            header_templates=dict(raw.get("headers", {})),
         )
 
     def memory(self, raw: Mapping[str, Any] | None, workspace: Path) -> MemoryPolicy | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
 
 SECTION_NAMES = ("identity", "tools", "workspace", "skills", "memory")
@@ -28,10 +29,17 @@ class ModelSpec:
     max_tokens: int | None = None
     script: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    base_url_template: str | None = None
+    """`base_url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
 
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.name}"
+
+    @property
+    def base_url_variables(self) -> tuple[str, ...]:
+        """Environment variables whose values go into the request URL."""
+        return referenced_variables(self.base_url_template or "")
 
 
 @dataclass(frozen=True)
@@ -66,10 +74,19 @@ class MCPServerSpec:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 30.0
+    url_template: str | None = None
+    """`url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
+    header_templates: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
         return "stdio" if self.command else "http"
+
+    @property
+    def network_variables(self) -> tuple[str, ...]:
+        """Environment variables whose values this server's URL or headers send."""
+        texts = [self.url_template or "", *self.header_templates.values()]
+        return tuple(dict.fromkeys(v for text in texts for v in referenced_variables(text)))
 
 
 @dataclass(frozen=True)

@@ -659,7 +659,8 @@ def test_a_live_render_of_an_untrusted_project_is_refused(
     assert refused.out == ""
     root = shipping_manifest.parent.resolve()
     assert refused.err == (
-        f"error: {root} is not a trusted directory, and building this agent would run its code:\n"
+        f"error: {root} is not a trusted directory, and building this agent would run code "
+        "or send secrets on its say-so:\n"
         "  - extension file extensions/protect_tests.py\n"
         f"Read that code, then trust the directory with `assemble trust add {root}` "
         "or pass --trust for this run.\n"

@@ -85,11 +85,16 @@ def test_the_endpoint_is_shown_without_credentials(
         "model:\n  provider: openai\n  name: m\n"
         "  base_url: http://user:${PROXY_PASS}@127.0.0.1:9/v1?key=${PROXY_PASS}\n"
     )
-    result = assemble(capsys, "run", str(manifest), "--no-session", "-p", "hi")
+    untrusted = assemble(capsys, "run", str(manifest), "--no-session", "-p", "hi")
+    assert untrusted.code == 1 and "not a trusted directory" in untrusted.err
+    assert "hunter2" not in untrusted.err + untrusted.out
+    result = assemble(capsys, "run", str(manifest), "--no-session", "--trust", "-p", "hi")
     assert result.code == 1
     assert "via http://127.0.0.1:9/v1" in result.err
     assert "hunter2" not in result.err and "hunter2" not in result.out
-    json_result = assemble(capsys, "run", str(manifest), "--no-session", "--json", "-p", "hi")
+    json_result = assemble(
+        capsys, "run", str(manifest), "--no-session", "--trust", "--json", "-p", "hi"
+    )
     start = json.loads(json_result.out.splitlines()[0])
     assert start["type"] == "run_start" and start["endpoint"] == "http://127.0.0.1:9/v1"
     assert "hunter2" not in json_result.out + json_result.err

@@ -20,7 +20,7 @@ from jsonschema.exceptions import SchemaError as InvalidSchema
 
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
-from assembler.python_refs import import_from_roots
+from assembler.python_refs import import_module
 from assembler.tools.base import Tool, ToolContext
 from assembler.tools.python.call import Slot, exception_text, executor
 from assembler.tools.python.docstrings import Docstring
@@ -102,7 +102,7 @@ def _import(module_name: str, roots: Sequence[Path], reference: str) -> ModuleTy
     """The module, looked up in `roots` before `sys.path` (as validation does), with
     failures worded for the tool that needed it."""
     try:
-        return import_from_roots(module_name, roots)
+        return import_module(module_name, roots)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name + ".").startswith(exc.name + "."):
             searched = ", ".join(dict.fromkeys(str(r) for r in roots)) or "no project directory"
