@@ -18,9 +18,9 @@ at most the record being written, never the file. Hence:
   (the write was complete up to the newline) and skipped otherwise. The next append
   starts with a newline if the file does not end with one, so a torn tail stays an
   isolated bad line instead of corrupting the new record.
-* Whole-file rewrites (new sessions, forks, compaction) go through a temporary file in
-  the same directory, `fsync`, `os.replace` and an `fsync` of the directory, so a
-  reader sees the old file or the new one, never half of either.
+* Whole-file writes (new sessions and forks; nothing ever rewrites a session) go
+  through a temporary file in the same directory, `fsync`, `os.replace` and an `fsync`
+  of the directory, so a reader sees no file or a whole one, never half of one.
 
 Every entry has an `id` and the `parent` it continues from, so one file holds a tree:
 steering or retrying from an earlier point adds a second child to that entry instead
@@ -46,7 +46,8 @@ form, these are the conventions):
   ``"usage": usage_to_dict(u)`` after an assistant response.
 * ``event``: a runner event (turn start/end, errors, cancellation) for the audit trace.
 * ``tool_trace``: an audit record of one tool call (arguments, outcome, duration).
-* ``compaction``: a summary replacing the entries before it (see `Session.rewrite`).
+* ``compaction``: a summary standing for the entries before ``first_kept``; they stay
+  in the file (see `Session.append_compaction` and `sessions.context`).
 * ``model_change``: the model was switched mid-session (``{"model": "provider:name"}``).
 """
 
@@ -55,14 +56,15 @@ from __future__ import annotations
 import builtins
 import enum
 import os
-import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from assembler.errors import SessionError
 from assembler.messages import Message, Usage
-from assembler.sessions.codec import message_from_dict, message_to_dict, usage_to_dict
+from assembler.sessions.codec import message_to_dict, usage_to_dict
+from assembler.sessions.context import Context, build_context
 from assembler.sessions.records import (
     ENTRY_KEYS,
     FORMAT_VERSION,
@@ -81,8 +83,13 @@ from assembler.sessions.records import (
     write_atomic,
 )
 
-if sys.platform != "win32":
-    pass
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One entry of `Session.tree()` and the entries that continue from it."""
+
+    entry: Entry
+    children: tuple[TreeNode, ...] = ()
 
 
 class _Default(enum.Enum):
@@ -96,8 +103,8 @@ LEAF: Final = _Default.LEAF
 class Session:
     """One open session file. Cheap to keep: it holds no descriptor between writes.
 
-    Each append opens the file anew, so a session stays correct after `rewrite`
-    replaced the file underneath it, and nothing needs closing.
+    Each append opens the file anew, so nothing needs closing and another process
+    may append to the same file.
     """
 
     def __init__(self, path: Path, header: Mapping[str, Any], leaf: str | None = None) -> None:
@@ -198,17 +205,54 @@ class Session:
         path.reverse()
         return path
 
+    def context(self, leaf_id: str | None = None) -> Context:
+        """The conversation along root..leaf as the next request carries it: the
+        latest compaction applied, and every tool call answered (see `context`)."""
+        return build_context(self.branch(leaf_id), self.id)
+
     def messages(self, leaf_id: str | None = None) -> list[Message]:
-        """The conversation along the path root..leaf (the `message` entries on it)."""
-        result: list[Message] = []
-        for entry in self.branch(leaf_id):
-            if entry.type != "message":
+        """The messages of `context(leaf_id)`."""
+        return list(self.context(leaf_id).messages)
+
+    def append_compaction(
+        self, summary: str, first_kept: str | None, *, tokens_before: int = 0, reason: str = ""
+    ) -> Entry:
+        """Record that the entries before `first_kept` are replaced by `summary`.
+
+        Nothing is rewritten: the compacted entries stay in the file, and `context()`
+        starts from the summary."""
+        return self.append(
+            "compaction",
+            {
+                "summary": summary,
+                "first_kept": first_kept,
+                "tokens_before": tokens_before,
+                "reason": reason,
+            },
+            fsync=True,
+        )
+
+    def tree(self) -> list[TreeNode]:
+        """Every entry as a tree (roots first, children in file order), for navigation:
+        branches come from forks in place, retries and steering from earlier points."""
+        children: dict[str | None, list[Entry]] = {}
+        known: set[str] = set()
+        for entry in self.entries():
+            if entry.id in known:
                 continue
-            try:
-                result.append(message_from_dict(entry.payload.get("message")))
-            except SessionError as exc:
-                raise SessionError(f"session {self.id}, entry {entry.id}: {exc}") from exc
-        return result
+            known.add(entry.id)
+            children.setdefault(entry.parent, []).append(entry)
+
+        def node(entry: Entry) -> TreeNode:
+            return TreeNode(entry, tuple(node(c) for c in children.get(entry.id, ())))
+
+        roots = [
+            e
+            for parent, kids in children.items()
+            if parent is None or parent not in known
+            for e in kids
+        ]
+        return [node(entry) for entry in roots]
 
     def fork(self, entry_id: str, store: SessionStore | None = None) -> Session:
         """A new session holding exactly the path root..`entry_id`, ids kept.
@@ -228,16 +272,6 @@ class Session:
             metadata=fields,
             entries=entries,
         )
-
-    def rewrite(self, entries: Iterable[Entry]) -> None:
-        """Replace every entry (the header is kept), atomically; the leaf becomes the last.
-
-        For compaction. Entries appended by another process between reading and the
-        rename would be lost, so only the session's single writer should call this.
-        """
-        kept = builtins.list(entries)
-        write_atomic(self.path, self.header, kept, replace=True)
-        self.leaf = kept[-1].id if kept else None
 
 
 class SessionStore:

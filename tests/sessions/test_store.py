@@ -24,6 +24,7 @@ from assembler.messages import (
     Usage,
     UserMessage,
 )
+from assembler.sessions.context import INTERRUPTED, summary_message
 from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import ENTRY_KEYS, Entry
 from assembler.sessions.store import Session, SessionStore
@@ -392,22 +393,51 @@ def test_fork_of_an_unknown_entry_fails(session: Session) -> None:
         session.fork("missing")
 
 
-def test_rewrite_replaces_the_entries_atomically(session: Session) -> None:
-    entries = [session.append("event", {"n": n}) for n in range(5)]
-    summary = Entry("summary00001", None, "compaction", "t", {"summary": "five events"})
-    kept = Entry(entries[4].id, summary.id, "event", entries[4].time, {"n": 4})
-    inode = session.path.stat().st_ino
+def test_compaction_adds_a_record_and_the_context_starts_from_the_summary(
+    session: Session,
+) -> None:
+    session.append_message(UserMessage("first question"))
+    session.append_message(AssistantMessage("first answer"))
+    kept = session.append_message(UserMessage("second question"))
+    session.append_message(AssistantMessage("second answer"))
+    before = session.path.read_bytes()
 
-    session.rewrite([summary, kept])
-    assert session.entries() == [summary, kept]
-    assert session.leaf == kept.id
-    assert json.loads(raw_lines(session.path)[0]) == dict(session.header)
-    assert session.path.stat().st_ino != inode  # a new file was renamed into place
-    assert sorted(p.name for p in session.path.parent.iterdir()) == [session.path.name]
-    assert session.append("event", {}).parent == kept.id
+    compaction = session.append_compaction("They asked twice.", kept.id, tokens_before=1234)
+    assert session.path.read_bytes().startswith(before)  # appended, nothing rewritten
+    context = session.context()
+    assert context.messages == (
+        summary_message("They asked twice."),
+        UserMessage("second question"),
+        AssistantMessage("second answer"),
+    )
+    assert context.entry_ids[0] == compaction.id and context.entry_ids[1] == kept.id
+    session.append_message(UserMessage("third"))
+    assert Session.load(session.path).messages()[-1] == UserMessage("third")
+    assert len(Session.load(session.path).messages()) == 4
 
-    session.rewrite([])
-    assert session.entries() == [] and session.leaf is None
+
+def test_a_tool_call_without_a_result_is_answered_as_interrupted(session: Session) -> None:
+    call = ToolCall("c1", "bash", {"command": "sleep 100"})
+    done = ToolCall("c0", "read", {"path": "a"})
+    session.append_message(UserMessage("go"))
+    session.append_message(AssistantMessage("", (done, call)))
+    session.append_message(ToolResultMessage("c0", "read", "text"))
+    context = session.context()
+    assert context.messages[-2:] == (
+        ToolResultMessage("c0", "read", "text"),
+        ToolResultMessage("c1", "bash", INTERRUPTED, is_error=True),
+    )
+    assert context.repaired == ("c1",) and context.entry_ids[-1] == ""
+
+
+def test_the_tree_shows_every_branch(session: Session) -> None:
+    root = session.append_message(UserMessage("q"))
+    first = session.append_message(AssistantMessage("a1"))
+    second = session.append_message(AssistantMessage("a2"), parent_id=root.id)
+    (node,) = session.tree()
+    assert node.entry == root
+    assert [child.entry for child in node.children] == [first, second]
+    assert all(child.children == () for child in node.children)
 
 
 # --- finding sessions ---------------------------------------------------------------------
