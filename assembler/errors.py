@@ -106,6 +106,16 @@ class ExtensionError(AssemblerError):
     """An extension failed to load or one of its handlers failed; names the extension."""
 
 
+class PermissionRuleError(AssemblerError):
+    """A permission rule (`bash(git diff *)`) is malformed; `offset` is where, in the rule."""
+
+    def __init__(self, message: str, rule: str = "", offset: int = 0) -> None:
+        self.reason = message
+        self.rule = rule
+        self.offset = offset
+        super().__init__(f"permission rule {rule!r}: {message}" if rule else message)
+
+
 class TrustError(AssemblerError):
     """Project code would run in a directory the user has not trusted."""
 

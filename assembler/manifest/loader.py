@@ -20,6 +20,7 @@ from assembler.manifest.model import (
     BuiltinToolSet,
     ExtensionSpec,
     Limits,
+    PermissionsSpec,
     Manifest,
     MCPServerSpec,
     MCPToolSet,
@@ -131,6 +132,7 @@ class _ManifestBuilder:
             extensions=tuple(self.extension(e) for e in d.get("extensions", ())),
             prompt=self.prompt(d.get("prompt", {})),
             limits=Limits(**d.get("limits", {})),
+            permissions=PermissionsSpec.from_data(d.get("permissions")),
             source=self.source,
         )
 
