@@ -33,14 +33,51 @@ if TYPE_CHECKING:
 MAX_NESTING = 4
 
 _STRUCTURE = frozenset(
-    """program list pipeline subshell negated_command if_statement elif_clause
-    else_clause while_statement do_group case_statement case_item comment
-    heredoc_body heredoc_start heredoc_content heredoc_end command_substitution
-    process_substitution string string_content concatenation word raw_string number
-    simple_expansion expansion variable_name special_variable_name command_name file_descriptor
-    ansi_c_string translated_string extglob_pattern array subscript regex
-    binary_expression unary_expression parenthesized_expression postfix_expression
-    ternary_expression test_operator""".split()
+    [
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "negated_command",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "do_group",
+        "case_statement",
+        "case_item",
+        "comment",
+        "heredoc_body",
+        "heredoc_start",
+        "heredoc_content",
+        "heredoc_end",
+        "command_substitution",
+        "process_substitution",
+        "string",
+        "string_content",
+        "concatenation",
+        "word",
+        "raw_string",
+        "number",
+        "simple_expansion",
+        "expansion",
+        "variable_name",
+        "special_variable_name",
+        "command_name",
+        "file_descriptor",
+        "ansi_c_string",
+        "translated_string",
+        "extglob_pattern",
+        "array",
+        "subscript",
+        "regex",
+        "binary_expression",
+        "unary_expression",
+        "parenthesized_expression",
+        "postfix_expression",
+        "ternary_expression",
+        "test_operator",
+    ]
 )
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _EXPANDING = frozenset(
@@ -249,7 +286,9 @@ class _Walker:
             else:
                 if child.type == "command_name":
                     raw = _text(child)
-                    value, literal = _word(child.named_children[0]) if child.named_children else ("", False)
+                    value, literal = (
+                        _word(child.named_children[0]) if child.named_children else ("", False)
+                    )
                     if not literal or re.search(r"[*?\[]|\{.*(,|\.\.).*\}", raw):
                         name_hidden = True
                     words.append(Word(value, literal and not name_hidden))

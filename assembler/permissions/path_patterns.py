@@ -38,13 +38,13 @@ class PathPattern:
     never: str = ""
 
     def matches(self, path: str) -> bool:
-        return self.regex.fullmatch(_rooted(path)) is not None
+        return not self.never and self.regex.fullmatch(_rooted(path)) is not None
 
     def reaches(self, directory: str) -> bool:
-        return _reaches(self.segments, 0, _split(directory), 0)
+        return not self.never and _reaches(self.segments, 0, _split(directory), 0)
 
     def covers(self, directory: str) -> bool:
-        return _covers(self.segments, 0, _split(directory), 0)
+        return not self.never and _covers(self.segments, 0, _split(directory), 0)
 
 
 def compile_path_pattern(text: str) -> PathPattern:
@@ -90,7 +90,7 @@ def segment_regex(part: str) -> str:
         elif char == "?":
             out.append("[^/]")
         elif char == "[" and (end := part.find("]", i + 2)) != -1:
-            body = part[i + 1 : end].replace("\\", "\\\\")
+            body = part[i + 1 : end].replace("\\", "\\\\").replace("[", "\\[")
             out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
             i = end
         else:
@@ -116,7 +116,9 @@ def _fits(segment: str | re.Pattern[str], name: str) -> bool:
     return not isinstance(segment, str) and segment.fullmatch(name) is not None
 
 
-def _reaches(segs: tuple[str | re.Pattern[str], ...], i: int, path: tuple[str, ...], j: int) -> bool:
+def _reaches(
+    segs: tuple[str | re.Pattern[str], ...], i: int, path: tuple[str, ...], j: int
+) -> bool:
     """Can `segs[i:]` match `path[j:]` followed by any (possibly no) further segments?"""
     if j == len(path):
         return True  # what is left of the pattern can be met by something below

@@ -123,6 +123,8 @@ class PermissionPolicy:
             return Decision(
                 "deny", f"{NEEDS_APPROVAL} (permission mode `deny-asks`)", decision.rule, "mode"
             )
+        if is_builtin(tool_name, tool) and tool_name in FILE_EDIT_TOOLS and subject is None:
+            subject = subject_of(tool_name, arguments, tool, self.workspace)
         if (
             is_builtin(tool_name, tool)
             and tool_name in FILE_EDIT_TOOLS
@@ -191,12 +193,10 @@ class PermissionPolicy:
         guards = [r for r in rules if r.verdict != "allow" and r.rule.pattern is not None]
         unchecked = _unchecked(subject) if guards and subject is not None else ""
         allowed_by = _allowed_by([r for r in rules if r.verdict == "allow"], subject)
-        if allowed_by is not None or self.default == "allow":
-            if unchecked:
-                shown = ", ".join(f"`{r.text}`" for r in guards)
-                return Decision(
-                    "ask", f"cannot be checked against {shown}: {unchecked}", None, "rule"
-                ), subject
+        if unchecked and (allowed_by is not None or self.default == "allow"):
+            shown = ", ".join(f"`{r.text}`" for r in guards)
+            reason = f"cannot be checked against {shown}: {unchecked}"
+            return Decision("ask", reason, None, "rule"), subject
         if allowed_by is not None:
             session = all(r.session for r in allowed_by)
             text = ", ".join(dict.fromkeys(r.text for r in allowed_by))

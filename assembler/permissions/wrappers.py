@@ -11,6 +11,8 @@ Two kinds:
   is denied by `bash(rm *)`, but `bash(git status)` does not allow
   `env GIT_DIR=/x git status`.
 
+`alias`, `hash`, `enable`, `source` and `.` change what later command names run, so a
+line holding one is never allowed by a rule and is asked about when a deny rule exists.
 Commands that run a *string* as shell code (`bash -c`, `sh -c`, `eval`, `trap`,
 `watch`) and shells that read commands from their input (`... | sh`) are never
 allowed by a rule; when the string is literal it is parsed too, so a deny rule still
@@ -50,7 +52,11 @@ def _opts(values: str = "", flags: str = "", **kw: int | bool) -> _Options:
 #: name -> (options, also transparent for allow rules)
 WRAPPERS: dict[str, tuple[_Options, bool]] = {
     "timeout": (
-        _opts("-s --signal -k --kill-after", "--foreground --preserve-status -v --verbose", positional=1),
+        _opts(
+            "-s --signal -k --kill-after",
+            "--foreground --preserve-status -v --verbose",
+            positional=1,
+        ),
         True,
     ),
     "time": (_opts("", "-p"), True),
@@ -70,8 +76,7 @@ WRAPPERS: dict[str, tuple[_Options, bool]] = {
         _opts(
             "-I -n -L -P -d -E -s -a --max-args --max-lines --max-procs --delimiter --eof "
             "--max-chars --arg-file --replace --process-slot-var",
-            "-0 --null -r --no-run-if-empty -t --verbose -p --interactive -x --exit -o "
-            "--open-tty",
+            "-0 --null -r --no-run-if-empty -t --verbose -p --interactive -x --exit -o --open-tty",
         ),
         False,
     ),
@@ -81,6 +86,9 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox
 _SHELL_VALUES = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 #: Run their (joined) arguments as shell code.
 STRING_RUNNERS = frozenset({"eval", "trap", "watch"})
+#: Change what later command names in the same shell run (`hash -p /bin/rm git`),
+#: or run a file in it: what runs afterwards cannot be known from the line.
+SHADOWING = frozenset({"alias", "hash", "enable", "source", "."})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -112,6 +120,10 @@ def unwrap(words: Sequence[Word]) -> Unwrapped:
             return result
         if name in STRING_RUNNERS:
             _string_runner(name, current, result)
+            return result
+        if name in SHADOWING:
+            result.problem = f"`{name}` changes what later commands run"
+            result.hidden = True
             return result
         if name not in WRAPPERS:
             return result
