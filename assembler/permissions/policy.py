@@ -22,14 +22,15 @@ adds) and `with_mode` return new policies.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from assembler.errors import PermissionRuleError
+from assembler.errors import PermissionRuleError, ToolError
 from assembler.manifest.model import PermissionsSpec
+from assembler.permissions.bash import CommandLine
 from assembler.permissions.command_patterns import quote_word
-from assembler.permissions.matching import CompiledRule
+from assembler.permissions.matching import CommandMatcher, CompiledRule
 from assembler.permissions.path_patterns import escape_path
 from assembler.permissions.rules import PRECEDENCE, Verdict
 from assembler.permissions.subjects import (
@@ -39,6 +40,7 @@ from assembler.permissions.subjects import (
     is_builtin,
     subject_of,
 )
+from assembler.tools.workspace import workspace_root
 
 PermissionMode = Literal["default", "accept-edits", "deny-asks", "bypass"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "accept-edits", "deny-asks", "bypass")
@@ -74,6 +76,15 @@ class PermissionPolicy:
     default: Verdict = "allow"
     rules: tuple[CompiledRule, ...] = ()
     mode: PermissionMode = "default"
+    # The rules naming each (tool, source) seen so far: a call is matched only against
+    # its own tool's rules, whatever the number of rules for other tools.
+    _by_tool: dict[tuple[str, str], list[CompiledRule]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    _matchers: dict[tuple[str, str, Verdict], CommandMatcher] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    _root: list[Path] = field(default_factory=list, init=False, compare=False, repr=False)
 
     @classmethod
     def from_spec(
@@ -124,7 +135,7 @@ class PermissionPolicy:
                 "deny", f"{NEEDS_APPROVAL} (permission mode `deny-asks`)", decision.rule, "mode"
             )
         if is_builtin(tool_name, tool) and tool_name in FILE_EDIT_TOOLS and subject is None:
-            subject = subject_of(tool_name, arguments, tool, self.workspace)
+            subject = self._subject(tool_name, arguments, tool)
         if (
             is_builtin(tool_name, tool)
             and tool_name in FILE_EDIT_TOOLS
@@ -146,7 +157,7 @@ class PermissionPolicy:
         for a file tool, the bare name otherwise. Empty when no rule can allow the
         call (a bash line with a problem, a path that does not resolve)."""
         source = tool.source if tool is not None else "builtin"
-        subject = subject_of(tool_name, arguments, tool, self.workspace)
+        subject = self._subject(tool_name, arguments, tool)
         if subject.kind is None or source.startswith("mcp:"):
             return (tool_name,)
         if subject.unknown or subject.value is None:
@@ -173,26 +184,72 @@ class PermissionPolicy:
         self, tool_name: str, source: str, verdicts: Iterable[Verdict]
     ) -> list[CompiledRule]:
         wanted = set(verdicts)
-        return [r for r in self.rules if r.verdict in wanted and r.names(tool_name, source)]
+        return [r for r in self._naming(tool_name, source) if r.verdict in wanted]
+
+    def _naming(self, tool_name: str, source: str) -> list[CompiledRule]:
+        key = (tool_name, source)
+        found = self._by_tool.get(key)
+        if found is None:
+            if len(self._by_tool) > 4096:
+                self._by_tool.clear()
+            found = self._by_tool[key] = [r for r in self.rules if r.names(tool_name, source)]
+        return found
+
+    def _subject(
+        self, tool_name: str, arguments: Mapping[str, Any], tool: ToolLike | None
+    ) -> Subject:
+        """The call's main argument; the workspace's real path is resolved once (it is
+        fixed when the agent is built)."""
+        if not self._root:
+            try:
+                self._root.append(workspace_root(self.workspace))
+            except ToolError:
+                return subject_of(tool_name, arguments, tool, self.workspace)
+        return subject_of(tool_name, arguments, tool, self.workspace, self._root[0])
+
+    def _matcher(self, tool_name: str, source: str, verdict: Verdict) -> CommandMatcher:
+        key = (tool_name, source, verdict)
+        found = self._matchers.get(key)
+        if found is None:
+            if len(self._matchers) > 4096:
+                self._matchers.clear()
+            rules = [r for r in self._naming(tool_name, source) if r.verdict == verdict]
+            found = self._matchers[key] = CommandMatcher(rules)
+        return found
 
     def _by_rules(
         self, tool_name: str, arguments: Mapping[str, Any], tool: ToolLike | None
     ) -> tuple[Decision, Subject | None]:
         source = tool.source if tool is not None else "builtin"
-        rules = [r for r in self.rules if r.names(tool_name, source)]
+        rules = self._naming(tool_name, source)
         subject: Subject | None = None
         if any(r.rule.pattern is not None for r in rules):
-            subject = subject_of(tool_name, arguments, tool, self.workspace)
+            subject = self._subject(tool_name, arguments, tool)
+        line = subject.line if subject is not None and subject.kind == "command" else None
         for verdict in ("deny", "ask"):
-            for rule in rules:
-                if rule.verdict == verdict and (
-                    rule.rule.pattern is None or (subject is not None and rule.hits(subject))
-                ):
-                    word = "denied by" if verdict == "deny" else "needs approval under"
-                    return Decision(verdict, f"{word} the rule `{rule.text}`", rule.text), subject
+            if line is not None:
+                matcher = self._matcher(tool_name, source, verdict)
+                hit = matcher.bare or _first_hit(matcher, line)
+            else:
+                hit = next(
+                    (
+                        r
+                        for r in rules
+                        if r.verdict == verdict
+                        and (r.rule.pattern is None or (subject is not None and r.hits(subject)))
+                    ),
+                    None,
+                )
+            if hit is not None:
+                word = "denied by" if verdict == "deny" else "needs approval under"
+                return Decision(verdict, f"{word} the rule `{hit.text}`", hit.text), subject
         guards = [r for r in rules if r.verdict != "allow" and r.rule.pattern is not None]
         unchecked = _unchecked(subject) if guards and subject is not None else ""
-        allowed_by = _allowed_by([r for r in rules if r.verdict == "allow"], subject)
+        allows = [r for r in rules if r.verdict == "allow"]
+        if line is not None and not any(r.rule.pattern is None for r in allows):
+            allowed_by = _commands_allowed_by(self._matcher(tool_name, source, "allow"), line)
+        else:
+            allowed_by = _allowed_by(allows, subject)
         if unchecked and (allowed_by is not None or self.default == "allow"):
             shown = ", ".join(f"`{r.text}`" for r in guards)
             reason = f"cannot be checked against {shown}: {unchecked}"
@@ -209,6 +266,25 @@ class PermissionPolicy:
         return Decision(self.default, reason, None, "default"), subject
 
 
+def _first_hit(matcher: CommandMatcher, line: CommandLine) -> CompiledRule | None:
+    """The first rule (in list order) matching any simple command of the line."""
+    hits = [h for c in line.commands if (h := matcher.first(c.deny_views)) is not None]
+    return min(hits, key=matcher.rules.index) if hits else None
+
+
+def _commands_allowed_by(matcher: CommandMatcher, line: CommandLine) -> list[CompiledRule] | None:
+    """The allow rules covering every simple command of an understood line, or None."""
+    if not line.allowable or not line.commands:
+        return None
+    used: list[CompiledRule] = []
+    for command in line.commands:
+        rule = matcher.first(command.allow_views)
+        if rule is None:
+            return None
+        used.append(rule)
+    return used
+
+
 def _allowed_by(allows: list[CompiledRule], subject: Subject | None) -> list[CompiledRule] | None:
     """The allow rules that together cover the call, or None."""
     bare = [r for r in allows if r.rule.pattern is None]
@@ -216,17 +292,6 @@ def _allowed_by(allows: list[CompiledRule], subject: Subject | None) -> list[Com
         return bare[:1]
     if subject is None or subject.unknown:
         return None
-    if subject.kind == "command":
-        line = subject.line
-        if line is None or not line.allowable or not line.commands:
-            return None
-        used: list[CompiledRule] = []
-        for command in line.commands:
-            rule = next((r for r in allows if r.covers_command(command)), None)
-            if rule is None:
-                return None
-            used.append(rule)
-        return used
     return next(([r] for r in allows if r.covers(subject)), None)
 
 

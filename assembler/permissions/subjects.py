@@ -86,9 +86,14 @@ def main_argument(tool: ToolLike) -> str | None:
 
 
 def subject_of(
-    tool_name: str, arguments: Mapping[str, Any], tool: ToolLike | None, workspace: Path
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    tool: ToolLike | None,
+    workspace: Path,
+    root: Path | None = None,
 ) -> Subject:
-    """Resolve the main argument of one call (see the module docstring)."""
+    """Resolve the main argument of one call (see the module docstring). `root` is
+    the workspace with symlinks resolved, when the caller already knows it."""
     default: str | None = None
     if is_builtin(tool_name, tool):
         name, kind, default = BUILTIN_MAIN_ARGUMENTS[tool_name]
@@ -106,8 +111,13 @@ def subject_of(
         return Subject(kind, raw)
     try:
         resolved = resolve_in_workspace(workspace, raw)
-        shown = display_path(workspace, resolved)
+        shown = _relative(resolved, root) if root is not None else display_path(workspace, resolved)
         tree = kind == "tree" and resolved.is_dir()
     except (ToolError, OSError) as exc:
         return Subject(kind, unknown=f"the path cannot be checked: {exc}")
     return Subject("tree" if tree else "path", shown)
+
+
+def _relative(resolved: Path, root: Path) -> str:
+    """`display_path` without resolving the workspace again (`resolved` is inside it)."""
+    return "." if resolved == root else resolved.relative_to(root).as_posix()
