@@ -10,7 +10,8 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
 
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
-    │               (TemplateSecurityError), TrustError, MissingCredentialsError*,
+    │               (TemplateSecurityError), PermissionRuleError, TrustError,
+    │               MissingCredentialsError*,
     │               UnknownProviderError*
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
@@ -123,6 +124,16 @@ class ToolError(RunError):
 
 class ExtensionError(RunError):
     """An extension failed to load or one of its handlers failed; names the extension."""
+
+
+class PermissionRuleError(UsageError):
+    """A permission rule (`bash(git diff *)`) is malformed; `offset` is where, in the rule."""
+
+    def __init__(self, message: str, rule: str = "", offset: int = 0) -> None:
+        self.reason = message
+        self.rule = rule
+        self.offset = offset
+        super().__init__(f"permission rule {rule!r}: {message}" if rule else message)
 
 
 class TrustError(UsageError):

@@ -9,6 +9,7 @@ openai-agents blocks real model clients in its tests.
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -16,10 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from wire.anthropic_server import AnthropicServer
 from wire.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests explore with a fixed seed in the suite, so a run is repeatable and CI
+# is not flaky; `HYPOTHESIS_PROFILE=explore` searches afresh (and found real bugs).
+settings.register_profile("suite", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 _SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 

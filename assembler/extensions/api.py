@@ -160,6 +160,7 @@ class ExtensionAPI:
             snippet=snippet if snippet is not None else tool.snippet,
             guidelines=guidelines or tool.guidelines,
             source=source,
+            main_argument=tool.main_argument,
         )
         self.registrations.tools.append(built)
         return built

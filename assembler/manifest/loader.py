@@ -25,6 +25,7 @@ from assembler.manifest.model import (
     MCPToolSet,
     MemoryPolicy,
     ModelSpec,
+    PermissionsSpec,
     PythonToolSet,
     PythonToolSpec,
     TemplateOverride,
@@ -114,6 +115,7 @@ class _ManifestBuilder:
             extensions=tuple(self.extension(e) for e in d.get("extensions", ())),
             prompt=self.prompt(d.get("prompt", {})),
             limits=Limits(**d.get("limits", {})),
+            permissions=PermissionsSpec.from_data(d.get("permissions")),
             source=self.source,
         )
 

@@ -156,6 +156,28 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class PermissionsSpec:
+    """The manifest's `permissions`: rules as written (`bash(git diff *)`), parsed
+    and matched by `assembler.permissions`; `default` decides calls no rule matches."""
+
+    default: Literal["allow", "ask", "deny"] = "allow"
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    @classmethod
+    def from_data(cls, raw: Mapping[str, Any] | None) -> PermissionsSpec:
+        """From the validated mapping (the schema checked every type)."""
+        raw = raw or {}
+        return cls(
+            default=raw.get("default", "allow"),
+            allow=tuple(raw.get("allow", ())),
+            ask=tuple(raw.get("ask", ())),
+            deny=tuple(raw.get("deny", ())),
+        )
+
+
+@dataclass(frozen=True)
 class Manifest:
     """A loaded, validated manifest. `path` is absolute; `source` maps JSON paths
     back to lines for errors found after loading."""
@@ -176,6 +198,7 @@ class Manifest:
     extensions: tuple[ExtensionSpec, ...] = ()
     prompt: Mapping[str, TemplateOverride] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    permissions: PermissionsSpec = field(default_factory=PermissionsSpec)
     source: SourceMap | None = field(default=None, compare=False, repr=False)
 
     @property

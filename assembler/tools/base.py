@@ -55,6 +55,8 @@ class Tool:
 
     `source` says where it came from (`builtin`, `python:pkg.mod:func`,
     `mcp:server`, `extension:name`) so diagnostics about clashes can name both sides.
+    `main_argument` names the argument permission patterns match (`edit(src/**)`);
+    when it is None, the first required string parameter is used.
     """
 
     name: str
@@ -64,6 +66,7 @@ class Tool:
     snippet: str = ""
     guidelines: tuple[str, ...] = ()
     source: str = "builtin"
+    main_argument: str | None = None
 
     def schema(self) -> ToolSchema:
         from assembler.messages import ToolSchema

@@ -16,6 +16,7 @@ from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
 from assembler.validation.checks import ALL_CHECKS, CheckContext
+from assembler.validation.permissions import check_permissions
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 SCHEMA_MARKER = "agent.schema.json"
@@ -69,7 +70,7 @@ def validate_file(
     # A value the schema rejected is not checked again (`module: a-b` is not a module
     # name; "module `a-b` not found" would only repeat that).
     rejected = {i.path for i in parsed.issues if i.severity == "error" and i.path}
-    for check in ALL_CHECKS:
+    for check in (*ALL_CHECKS, check_permissions):
         issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)

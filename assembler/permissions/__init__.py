@@ -1,0 +1,42 @@
+"""Permissions: which tool calls run, which need approval, which never run.
+
+The manifest's `permissions` holds `allow`, `ask` and `deny` rules (`read`,
+`bash(git diff *)`, `edit(tests/**)`, `mcp:github/*`) and a `default`. This package
+parses them (`rules`), splits bash command lines with a real grammar (`bash`,
+`wrappers`), resolves a call's main argument as the tool would (`subjects`), matches
+(`command_patterns`, `path_patterns`, `matching`) and decides (`policy`):
+
+    policy = PermissionPolicy.from_spec(manifest.permissions, workspace=manifest.workspace)
+    decision = policy.decide("bash", {"command": "git status"}, tool)
+    if decision.verdict == "ask" and nobody_can_answer:
+        decision = decision.unanswered()
+
+The runner, the CLI prompt, RPC and the audit trace use this API; nothing here
+prints, asks or runs a tool.
+"""
+
+from __future__ import annotations
+
+from assembler.permissions.bash import CommandLine, SimpleCommand, parse_command_line
+from assembler.permissions.policy import (
+    NEEDS_APPROVAL,
+    PERMISSION_MODES,
+    Decision,
+    PermissionMode,
+    PermissionPolicy,
+)
+from assembler.permissions.rules import Rule, Verdict, parse_rule
+
+__all__ = [
+    "NEEDS_APPROVAL",
+    "PERMISSION_MODES",
+    "CommandLine",
+    "Decision",
+    "PermissionMode",
+    "PermissionPolicy",
+    "Rule",
+    "SimpleCommand",
+    "Verdict",
+    "parse_command_line",
+    "parse_rule",
+]
