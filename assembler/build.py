@@ -37,6 +37,7 @@ from assembler.tools.environment import scrub_environment
 if TYPE_CHECKING:
     from assembler.audit import TraceWriter
     from assembler.memory.session import MemorySession
+    from assembler.providers.registry import ProviderRegistry
     from assembler.sessions.store import Session
 
 TrustPrompt = Callable[[Path, list[str]], bool]
@@ -81,7 +82,9 @@ def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice
     options = dict(spec.options)
     if spec.script is not None:
         options["script"] = str(spec.script)
-    settings = ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens)
+    settings = ModelSettings(
+        temperature=spec.temperature, max_tokens=spec.max_tokens, tool_choice=spec.tool_choice
+    )
     return _with_script(
         manifest, ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options)
     )
@@ -97,7 +100,10 @@ def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
     )
 
 
-def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelProvider:
+def create_model_provider(
+    choice: ModelChoice, env: Mapping[str, str], providers: ProviderRegistry | None = None
+) -> ModelProvider:
+    """`providers`: the agent's own registry (built-ins plus its extensions')."""
     from assembler.providers.registry import create_provider
 
     return create_provider(
@@ -108,6 +114,7 @@ def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelP
         settings=choice.settings,
         options=choice.options,
         env=env,
+        registry=providers,
     )
 
 
@@ -186,7 +193,7 @@ def build_agent(
     assembly.load_extensions(snapshot)
     if model_provider is None:  # a provider that an extension registers
         assert choice is not None
-        model_provider = create_model_provider(choice, environment)
+        model_provider = create_model_provider(choice, environment, assembly.providers)
         assembly.memory = _open_memory(manifest, model_provider, choice)
     parts = assembly.parts(snapshot)
 
@@ -210,10 +217,12 @@ def build_agent(
         hooks=parts.hooks,
         trace=parts.trace,
     )
-    if choice is not None and choice.base_url:
+    if choice is not None:
+        from assembler.providers.endpoints import effective_base_url
         from assembler.urls import display_url
 
-        runner.endpoint = display_url(choice.base_url)
+        endpoint = effective_base_url(choice.provider, choice.base_url, environment)
+        runner.endpoint = display_url(endpoint) if endpoint else ""
     return Agent(
         manifest=manifest,
         provider=model_provider,

@@ -167,6 +167,7 @@ class _ManifestBuilder:
             max_tokens=raw.get("max_tokens"),
             script=self.resolve(script) if script else None,
             options=raw.get("options", {}),
+            tool_choice=ModelSpec.parse_tool_choice(raw.get("tool_choice")),
         )
 
     def tools(self, raw: Mapping[str, Any] | None) -> ToolsSpec:

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from assembler.manifest.yaml_source import SourceMap
+from assembler.messages import ForcedTool, ToolChoice
 
 SECTION_NAMES = ("identity", "tools", "workspace", "skills", "memory")
+_TOOL_CHOICES: Mapping[str, ToolChoice] = {"auto": "auto", "required": "required", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,19 @@ class ModelSpec:
     max_tokens: int | None = None
     script: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    tool_choice: ToolChoice | None = None
+    """`auto`, `required`, `none`, or `ForcedTool(name)`; None leaves it to the server."""
 
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.name}"
+
+    @staticmethod
+    def parse_tool_choice(raw: object) -> ToolChoice | None:
+        """The schema-valid manifest value (`required`, `{tool: ls}`) as a `ToolChoice`."""
+        if isinstance(raw, Mapping):
+            return ForcedTool(str(raw["tool"]))
+        return _TOOL_CHOICES.get(raw) if isinstance(raw, str) else None
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Any
 
 from assembler.errors import Issue, PromptContextError
 from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.validation.mentions import line_and_column, tool_mentions
 from assembler.validation.pyref import check_source, resolve_definition, resolve_function
 
-BUILTIN_PROVIDERS = ("openai", "anthropic", "scripted")
 EXTENSION_GROUP = "assembler.extensions"
 
 
