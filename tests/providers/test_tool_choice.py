@@ -28,6 +28,7 @@ from assembler.messages import (
 )
 from assembler.providers.anthropic_messages import AnthropicProvider
 from assembler.providers.openai_chat import OpenAIChatProvider
+from assembler.validation.validator import validate_file
 
 LS = ToolSchema("ls", "List files.", {"type": "object", "properties": {}})
 READ = ToolSchema("read", "Read a file.", {"type": "object", "properties": {}})
@@ -190,3 +191,26 @@ def test_manifest_without_tool_choice_leaves_it_to_the_server(tmp_path: Path) ->
     path = tmp_path / "agent.yaml"
     path.write_text("version: 1\nname: a\nidentity: x\nmodel: openai:gpt-4o\n")
     assert choose_model(load_manifest(path)).settings.tool_choice is None
+
+
+def warnings_of(tmp_path: Path, tool: str, extra: str = "") -> list[str]:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "version: 1\nname: a\nidentity: x\n"
+        f"model:\n  provider: openai\n  name: gpt-4o\n  tool_choice: {{tool: {tool}}}\n"
+        "tools:\n  sets: [readonly]\n" + extra
+    )
+    return [i.message for i in validate_file(path).issues if i.severity == "warning"]
+
+
+def test_validate_warns_about_a_forced_tool_that_is_certainly_not_there(tmp_path: Path) -> None:
+    assert warnings_of(tmp_path, "lss") == [
+        "`tool_choice` names `lss`, which is not an active tool "
+        "(active: `find`, `grep`, `ls`, `read`)"
+    ]
+    assert warnings_of(tmp_path, "ls") == []
+
+
+def test_validate_stays_quiet_when_an_extension_may_add_the_tool(tmp_path: Path) -> None:
+    (tmp_path / "ext.py").write_text("def setup(api, options):\n    pass\n")
+    assert warnings_of(tmp_path, "deploy", "extensions: [{path: ext.py}]\n") == []
