@@ -69,6 +69,8 @@ from assembler.urls import display_url
 __all__ = ["OpenAIChatProvider"]
 
 
+_ChunkStream = openai.AsyncStream[ChatCompletionChunk]
+
 _LEGACY_INDEX = -1
 """Where a legacy `function_call` delta (no `tool_calls`) is assembled."""
 
@@ -198,7 +200,7 @@ class OpenAIChatProvider(SDKProvider):
                     chunks += 1
                     if chunk.usage is not None:
                         usage = _usage(chunk.usage)
-                    for piece in _chunk_text(chunk, calls):
+                    for piece in _read_chunk(chunk, calls):
                         text.append(piece)
                         yield TextDelta(piece)
                     finish_reason = _finish_reason(chunk) or finish_reason
@@ -217,13 +219,11 @@ class OpenAIChatProvider(SDKProvider):
             stop_reason=finish_reason,
         )
 
-    async def _create(self, request: ModelRequest) -> openai.AsyncStream[ChatCompletionChunk]:
+    async def _create(self, request: ModelRequest) -> _ChunkStream:
         temperature, max_tokens, extra = self._sampling(request)
         tools = [_tool_param(t.name, t.description, t.parameters) for t in request.tools]
         choice = self._tool_choice(request)
-        stream: openai.AsyncStream[
-            ChatCompletionChunk
-        ] = await self._client.chat.completions.create(
+        stream: _ChunkStream = await self._client.chat.completions.create(
             model=request.model or self.model,
             messages=_messages(request),
             stream=True,
@@ -282,8 +282,9 @@ def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
     return out
 
 
-def _chunk_text(chunk: ChatCompletionChunk, calls: _CallAssembler) -> list[str]:
-    """The text of choice 0 in `chunk` (content and refusal); its tool calls go to `calls`."""
+def _read_chunk(chunk: ChatCompletionChunk, calls: _CallAssembler) -> list[str]:
+    """Choice 0 of `chunk`: its tool-call deltas go to `calls`, its text (content and
+    refusal) is returned."""
     pieces: list[str] = []
     for choice in chunk.choices:
         if choice.index != 0:
