@@ -107,6 +107,22 @@ class ProviderError(RunError):
     """A model provider failed: bad configuration, or an error from the endpoint."""
 
 
+class ContextOverflowError(ProviderError):
+    """The provider refused a request as too long for the model's context window.
+
+    Raised instead of a plain `ProviderError` so a session can compact the history and
+    retry. `prompt_tokens` and `context_window` are the figures the server reported,
+    None when it gave none.
+    """
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int | None = None, context_window: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+
+
 class UnknownProviderError(ProviderError, UsageError, KeyError):
     """The manifest or `--model` names a provider that nobody registered."""
 

@@ -76,13 +76,45 @@ class ToolSchema:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one response (or, added up, of several), as the provider reported them.
+
+    `input_tokens` counts every prompt token, whether the provider's prompt cache served
+    it or not (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus both cache
+    fields), so it measures how full the context window is on every provider alike.
+    `cache_read_tokens` and `cache_write_tokens` say how many of those input tokens were
+    read from, or written to, the prompt cache. A server that reports no usage gives
+    zeros.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens neither read from nor written to the cache."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    """`tool_choice: {tool: NAME}`: the model must call this one tool."""
+
+    name: str
+
+
+ToolChoice = Literal["auto", "required", "none"] | ForcedTool
+"""Whether the model may call tools: `auto` (it decides), `required` (it must call one),
+`none` (it must not), or one tool it must call. None in settings: the server's default."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,7 @@ class ModelSettings:
     temperature: float | None = None
     max_tokens: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tool_choice: ToolChoice | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def json_type_name(value: object) -> str:
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list | tuple):
-        return "a list"
+        return "an array"
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__

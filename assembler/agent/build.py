@@ -26,6 +26,7 @@ from assembler.agent.model_choice import (
     choose_model,
     create_model_provider,
     is_builtin_provider,
+    shown_endpoint,
 )
 from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
 from assembler.manifest.model import Manifest
@@ -76,7 +77,7 @@ def build_agent(
     assembly.load_extensions(snapshot)
     if model_provider is None:  # a provider that an extension registers
         assert choice is not None
-        model_provider = create_model_provider(choice, environment)
+        model_provider = create_model_provider(choice, environment, assembly.providers)
     assembly.memory = open_memory(manifest, model_provider, choice)
     parts = assembly.parts(snapshot)
 
@@ -97,8 +98,8 @@ def build_agent(
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
     )
-    if choice is not None and choice.shown_base_url:
-        runner.endpoint = choice.shown_base_url
+    if choice is not None:
+        runner.endpoint = shown_endpoint(choice, environment)
     return Agent(
         manifest=manifest,
         provider=model_provider,

@@ -21,7 +21,7 @@ from assembler.errors import Issue
 from assembler.extensions.loader import LoadedExtension, load_extensions
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.memory.hooks import MemoryHooks
-from assembler.providers.registry import register_provider
+from assembler.providers.registry import ProviderRegistry
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import RunnerHooks
 from assembler.tools.base import Tool
@@ -41,6 +41,7 @@ class Assembly:
     mcp: MCPToolsets | None = None
     memory: MemorySession | None = None
     diagnostics: list[Issue] = field(default_factory=list)
+    providers: ProviderRegistry = field(default_factory=ProviderRegistry.builtin)
 
     @property
     def workspace(self) -> Path:
@@ -51,9 +52,11 @@ class Assembly:
         self.extensions = load_extensions(
             snapshot.extensions, self.workspace, code_roots(self.manifest)
         )
+        providers = ProviderRegistry.builtin()  # this agent's own: never process-wide
         for extension in self.extensions:
             for name, factory in extension.registrations.providers:
-                register_provider(name, factory)
+                providers.register(name, factory)
+        self.providers = providers
 
     def parts(self, snapshot: ResourceSnapshot) -> AgentParts:
         """Tools, prompt and hooks from `snapshot` and the current live inputs."""

@@ -15,7 +15,13 @@ from assembler.errors import ProviderError
 from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
-from assembler.providers.registry import create_provider, known_providers, parse_model_string
+from assembler.providers.endpoints import effective_base_url
+from assembler.providers.registry import (
+    ProviderRegistry,
+    create_provider,
+    known_providers,
+    parse_model_string,
+)
 from assembler.urls import display_url
 
 
@@ -58,7 +64,9 @@ def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice
     options = dict(spec.options)
     if spec.script is not None:
         options["script"] = str(spec.script)
-    settings = ModelSettings(temperature=spec.temperature, max_tokens=spec.max_tokens)
+    settings = ModelSettings(
+        temperature=spec.temperature, max_tokens=spec.max_tokens, tool_choice=spec.tool_choice
+    )
     shown = display_url(spec.base_url_template or spec.base_url) if spec.base_url else None
     return _with_script(
         manifest,
@@ -76,13 +84,26 @@ def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
     )
 
 
+def shown_endpoint(choice: ModelChoice, env: Mapping[str, str]) -> str:
+    """The endpoint for banners: the manifest's `base_url` as written (`${VAR}`
+    unexpanded), else `OPENAI_BASE_URL`/`ANTHROPIC_BASE_URL` or a local server's
+    default; credentials, query and fragment left out. Empty for the provider's own."""
+    if choice.shown_base_url:
+        return choice.shown_base_url
+    endpoint = effective_base_url(choice.provider, choice.base_url, env)
+    return display_url(endpoint) if endpoint else ""
+
+
 def is_builtin_provider(name: str) -> bool:
     """Built-in providers are created before extensions load, so a missing API key
     fails before any project code runs."""
     return name in known_providers()
 
 
-def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelProvider:
+def create_model_provider(
+    choice: ModelChoice, env: Mapping[str, str], providers: ProviderRegistry | None = None
+) -> ModelProvider:
+    """`providers`: the agent's own registry (built-ins plus its extensions')."""
     return create_provider(
         choice.provider,
         choice.name,
@@ -91,4 +112,5 @@ def create_model_provider(choice: ModelChoice, env: Mapping[str, str]) -> ModelP
         settings=choice.settings,
         options=choice.options,
         env=env,
+        registry=providers,
     )

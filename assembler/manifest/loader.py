@@ -153,6 +153,7 @@ class _ManifestBuilder:
             script=self.resolve(script) if script else None,
             options=raw.get("options", {}),
             base_url_template=base_url or None,
+            tool_choice=ModelSpec.parse_tool_choice(raw.get("tool_choice")),
         )
 
     def tools(self, raw: Mapping[str, Any] | None) -> ToolsSpec:

@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
+from assembler.messages import ForcedTool, ToolChoice
 
 SECTION_NAMES = ("identity", "tools", "workspace", "skills", "memory")
+_TOOL_CHOICES: Mapping[str, ToolChoice] = {"auto": "auto", "required": "required", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class ModelSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     base_url_template: str | None = None
     """`base_url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
+    tool_choice: ToolChoice | None = None
+    """`auto`, `required`, `none`, or `ForcedTool(name)`; None leaves it to the server."""
 
     @property
     def label(self) -> str:
@@ -40,6 +44,13 @@ class ModelSpec:
     def base_url_variables(self) -> tuple[str, ...]:
         """Environment variables whose values go into the request URL."""
         return referenced_variables(self.base_url_template or "")
+
+    @staticmethod
+    def parse_tool_choice(raw: object) -> ToolChoice | None:
+        """The schema-valid manifest value (`required`, `{tool: ls}`) as a `ToolChoice`."""
+        if isinstance(raw, Mapping):
+            return ForcedTool(str(raw["tool"]))
+        return _TOOL_CHOICES.get(raw) if isinstance(raw, str) else None
 
 
 @dataclass(frozen=True)

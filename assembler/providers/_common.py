@@ -1,4 +1,5 @@
-"""What the SDK-backed providers share: the one retry before output, argument parsing.
+"""What the SDK-backed providers share: the one retry before output, argument parsing,
+error wording (context overflow included) and the effective `tool_choice`.
 
 Kept free of SDK imports so both providers (and the scripted one) can use it without
 pulling in the other vendor's package.
@@ -13,10 +14,21 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from contextlib import aclosing
 from typing import Any
 
-from assembler.errors import ProviderError
-from assembler.messages import ModelRequest, ModelSettings, StreamEvent, ToolCall
+from assembler.errors import ContextOverflowError, ProviderError
+from assembler.messages import (
+    ForcedTool,
+    ModelRequest,
+    ModelSettings,
+    StreamEvent,
+    ToolCall,
+    ToolChoice,
+    ToolResultMessage,
+    UserMessage,
+)
+from assembler.text import json_type_name, one_line
 
-_MAX_MESSAGE = 400
+ERROR_LIMIT = 400
+"""Longest error line: long enough for a server's validation message to stay useful."""
 
 
 class StreamInterrupted(Exception):
@@ -25,12 +37,6 @@ class StreamInterrupted(Exception):
     Raised inside one attempt; `stream_with_one_retry` decides whether that attempt may
     be repeated (nothing was yielded yet) or must become a `ProviderError`.
     """
-
-
-def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
-    """Collapse whitespace so an error fits on one line, and cap its length."""
-    flat = re.sub(r"\s+", " ", text).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
@@ -46,7 +52,7 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     except json.JSONDecodeError as e:
         return None, f"arguments are not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
     if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, not {_json_type(value)}"
+        return None, f"arguments must be a JSON object, not {json_type_name(value)}"
     return value, ""
 
 
@@ -95,18 +101,6 @@ async def stream_with_one_retry(
                 ) from (e.__cause__ or e)
 
 
-def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null"
-
-
 _STATUS_PHRASES = {
     400: "the request was rejected",
     401: "authentication failed",
@@ -139,7 +133,7 @@ def describe_status(status: int, detail: str, retries: int) -> str:
         text += f": {detail}"
     if status in _STATUS_HINTS:
         text += f" ({_STATUS_HINTS[status]})"
-    return one_line(text)
+    return one_line(text, ERROR_LIMIT)
 
 
 def error_detail(body: object, fallback: str) -> str:
@@ -157,13 +151,114 @@ def error_detail(body: object, fallback: str) -> str:
     return fallback
 
 
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_OVERFLOW_PHRASES = (
+    "prompt is too long",  # Anthropic
+    "exceed context limit",  # Anthropic: input length and `max_tokens` exceed context limit
+    "maximum context length",  # OpenAI, vLLM
+    "context_length_exceeded",
+    "context length exceeded",
+    "exceeds the available context size",  # llama.cpp's llama-server
+    "greater than the context length",  # LM Studio
+)
+_OVERFLOW_FIGURES = (
+    # (prompt tokens, window) in the order each message states them
+    re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"),
+    re.compile(r"prompt is too long: (\d+) tokens > (\d+)"),
+    re.compile(r"exceed context limit: (\d+) \+ \d+ > (\d+)"),
+)
+_OPENAI_FIGURES = re.compile(
+    r"maximum context length is (\d+) tokens.*?(?:resulted in|requested) (\d+) tokens", re.S
+)
+
+
+def context_overflow(
+    name: str, status: int, body: object, detail: str, description: str
+) -> ContextOverflowError | None:
+    """A `ContextOverflowError` when an error response says the prompt is too long for
+    the context window (OpenAI `context_length_exceeded`, Anthropic `prompt is too
+    long`, llama-server `exceed_context_size_error`, ...), else None.
+
+    `detail` is the server's message, `description` the line shown to the user. The
+    token figures come from the body's fields (llama-server's `n_prompt_tokens`,
+    `n_ctx`) or the message, when the server gives them.
+    """
+    if status not in (400, 413, 422):
+        return None
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    fields = inner if isinstance(inner, Mapping) else {}
+    codes = {str(fields.get("code", "")), str(fields.get("type", ""))}
+    lowered = detail.lower()
+    if not (codes & _OVERFLOW_CODES or any(p in lowered for p in _OVERFLOW_PHRASES)):
+        return None
+    prompt, window = _overflow_figures(fields, detail)
+    return ContextOverflowError(
+        f"{name}: the prompt is too long for the model's context window: {description}",
+        prompt_tokens=prompt,
+        context_window=window,
+    )
+
+
+def _overflow_figures(fields: Mapping[str, Any], detail: str) -> tuple[int | None, int | None]:
+    """(prompt tokens, context window) from llama-server's fields or the message."""
+    prompt, window = fields.get("n_prompt_tokens"), fields.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(window, int):
+        return prompt, window
+    for pattern in _OVERFLOW_FIGURES:
+        found = pattern.search(detail)
+        if found:
+            return int(found[1]), int(found[2])
+    found = _OPENAI_FIGURES.search(detail)
+    if found:
+        return int(found[2]), int(found[1])
+    return None, None
+
+
+def effective_tool_choice(request: ModelRequest, default: ToolChoice | None) -> ToolChoice | None:
+    """The `tool_choice` to send with `request`, or None to send none (server default).
+
+    The request's own setting wins over the manifest's (`default`). Nothing is sent
+    without tools: OpenAI refuses `tool_choice` alone. `required` and a forced tool
+    apply until the model has called a tool for the latest user message; the requests
+    that carry tool results go without, as openai-agents' `reset_tool_choice` does,
+    or a forced tool would be called again every turn until `max_turns`. A forced tool
+    that the request does not offer is a `ProviderError` naming the tools there are,
+    rather than an opaque rejection from the server.
+    """
+    choice = request.settings.tool_choice or default
+    if choice is None or not request.tools:
+        return None
+    if choice in ("auto", "none"):
+        return choice
+    if _answered_tools(request):
+        return None
+    if isinstance(choice, ForcedTool):
+        names = [tool.name for tool in request.tools]
+        if choice.name not in names:
+            raise ProviderError(
+                f"model.tool_choice names the tool `{choice.name}`, which this agent does "
+                f"not have; its tools: {', '.join(names)}"
+            )
+    return choice
+
+
+def _answered_tools(request: ModelRequest) -> bool:
+    """Whether a tool result follows the latest user message (the model called tools)."""
+    for message in reversed(request.messages):
+        if isinstance(message, ToolResultMessage):
+            return True
+        if isinstance(message, UserMessage):
+            return False
+    return False
+
+
 def describe_cause(e: BaseException) -> str:
     """The innermost useful text of an exception chain (`ConnectError: ...`)."""
     cause: BaseException = e
     while cause.__cause__ is not None:
         cause = cause.__cause__
     text = str(cause) or type(cause).__name__
-    return one_line(text if cause is e else f"{type(cause).__name__}: {text}")
+    return one_line(text if cause is e else f"{type(cause).__name__}: {text}", ERROR_LIMIT)
 
 
 class SDKProvider(ABC):
@@ -194,6 +289,10 @@ class SDKProvider(ABC):
     @abstractmethod
     def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
+
+    def _tool_choice(self, request: ModelRequest) -> ToolChoice | None:
+        """What to send as `tool_choice` (None: nothing); see `effective_tool_choice`."""
+        return effective_tool_choice(request, self.settings.tool_choice)
 
     def _sampling(self, request: ModelRequest) -> tuple[float | None, int | None, dict[str, Any]]:
         """Temperature, token limit and extra body fields: the request's own settings

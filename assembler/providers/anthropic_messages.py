@@ -5,6 +5,10 @@ helper: the provider needs only text deltas, `input_json_delta` pieces and usage
 handling them directly keeps a malformed tool input a `ToolCall` with an error instead
 of an exception. Retries and timeouts are the SDK's; this module adds only one retry of
 a stream that breaks before its first event.
+
+A LiteLLM proxy in front of an OpenAI-compatible server turns one streamed tool call
+into many `tool_use` blocks sharing one id, each holding a fragment of the input
+(`tests/data/wire/litellm/`): blocks with the same id are one call, joined in order.
 """
 
 from __future__ import annotations
@@ -29,36 +33,45 @@ from anthropic.types import (
     TextBlock,
     TextBlockParam,
     TextDelta,
+    ToolChoiceParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlock,
     ToolUseBlockParam,
     UserMessageParam,
 )
+from anthropic.types import MessageDeltaUsage as AnthropicDeltaUsage
+from anthropic.types import Usage as AnthropicUsage
 
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
+    ForcedTool,
     ModelRequest,
     ModelSettings,
     ResponseDone,
     StreamEvent,
+    ToolCall,
+    ToolChoice,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from assembler.messages import TextDelta as TextDeltaEvent
 from assembler.providers._common import (
+    ERROR_LIMIT,
     SDKProvider,
     StreamInterrupted,
+    context_overflow,
     describe_cause,
     describe_status,
     error_detail,
-    one_line,
     to_plain,
     tool_call_from_raw,
 )
+from assembler.providers.endpoints import OFFICIAL_BASE_URLS
+from assembler.text import one_line
 from assembler.urls import display_url
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
@@ -76,11 +89,93 @@ class _Turn:
 
 
 @dataclass
+class _ToolUseBlock:
+    """One `tool_use` content block: its start `input`, then `input_json_delta` pieces."""
+
+    initial_input: dict[str, object]
+    fragments: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        if self.fragments:
+            return "".join(self.fragments)
+        return json.dumps(self.initial_input, ensure_ascii=False) if self.initial_input else ""
+
+
+@dataclass
 class _PartialToolUse:
+    """One call: every `tool_use` block of the response that carries its id."""
+
     id: str
     name: str
-    initial_input: dict[str, object]
-    json: str = ""
+    blocks: list[_ToolUseBlock] = field(default_factory=list)
+
+    def call(self) -> ToolCall:
+        raw = "".join(block.text() for block in self.blocks)
+        if not raw:
+            raw = json.dumps(self.blocks[0].initial_input, ensure_ascii=False)
+        return tool_call_from_raw(self.id, self.name, raw)
+
+
+class _ToolUses:
+    """The tool calls of one response, by id: a repeated id continues its call, so a
+    call split over several blocks (LiteLLM) runs once, with its fragments in order.
+    The same id under another tool name cannot be one call: a `ProviderError`."""
+
+    def __init__(self, provider: str) -> None:
+        self._provider = provider
+        self._by_id: dict[str, _PartialToolUse] = {}
+        self._by_index: dict[int, _ToolUseBlock] = {}
+
+    def start(self, index: int, block: ToolUseBlock) -> None:
+        use = self._by_id.get(block.id)
+        if use is None:
+            use = self._by_id[block.id] = _PartialToolUse(block.id, block.name)
+        elif use.name != block.name:
+            raise ProviderError(
+                f"{self._provider}: the response has two tool calls with the id {block.id!r} "
+                f"but different tools ({use.name}, {block.name}); refusing to guess which "
+                "to run"
+            )
+        part = _ToolUseBlock(dict(block.input))
+        use.blocks.append(part)
+        self._by_index[index] = part
+
+    def delta(self, index: int, partial_json: str) -> None:
+        part = self._by_index.get(index)
+        if part is not None and partial_json:
+            part.fragments.append(partial_json)
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        return tuple(use.call() for use in self._by_id.values())
+
+
+@dataclass
+class _UsageFields:
+    """Anthropic's usage as it arrives: `message_start` first, `message_delta` may
+    update any field; `input_tokens` there excludes both cache fields."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def update(self, usage: AnthropicUsage | AnthropicDeltaUsage) -> None:
+        if usage.input_tokens is not None:
+            self.input = usage.input_tokens
+        if usage.output_tokens is not None:
+            self.output = usage.output_tokens
+        if usage.cache_read_input_tokens is not None:
+            self.cache_read = usage.cache_read_input_tokens
+        if usage.cache_creation_input_tokens is not None:
+            self.cache_write = usage.cache_creation_input_tokens
+
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input + self.cache_read + self.cache_write,
+            output_tokens=self.output,
+            cache_read_tokens=self.cache_read,
+            cache_write_tokens=self.cache_write,
+        )
 
 
 class AnthropicProvider(SDKProvider):
@@ -107,13 +202,13 @@ class AnthropicProvider(SDKProvider):
         try:
             self._client = AsyncAnthropic(
                 api_key=api_key,
-                base_url=base_url,
+                base_url=base_url or OFFICIAL_BASE_URLS["anthropic"],
                 max_retries=self._max_retries,
                 timeout=not_given if timeout is None else timeout,
                 default_headers=default_headers,
             )
         except (anthropic.AnthropicError, ValueError) as e:
-            raise ProviderError(f"{self._name}: {one_line(str(e))}") from e
+            raise ProviderError(f"{self._name}: {one_line(str(e), ERROR_LIMIT)}") from e
 
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
@@ -125,6 +220,7 @@ class AnthropicProvider(SDKProvider):
             {"name": t.name, "description": t.description, "input_schema": to_plain(t.parameters)}
             for t in request.tools
         ]
+        choice = self._tool_choice(request)
         try:
             stream = await self._client.messages.create(
                 model=request.model or self.model,
@@ -132,34 +228,27 @@ class AnthropicProvider(SDKProvider):
                 system=request.system if request.system else omit,
                 messages=_messages(request),
                 tools=tools if tools else omit,
+                tool_choice=omit if choice is None else _tool_choice_param(choice),
                 stream=True,
                 extra_body=extra or None,
             )
         except anthropic.AnthropicError as e:
-            raise ProviderError(f"{self._name}: {self._describe(e)}") from e
+            raise self._error(e) from e
 
         text: list[str] = []
-        tool_uses: dict[int, _PartialToolUse] = {}
-        input_tokens = output_tokens = 0
+        tool_uses = _ToolUses(self._name)
+        usage = _UsageFields()
         stop_reason = ""
         complete = False
         try:
             async with stream:
                 async for event in stream:
                     if isinstance(event, RawMessageStartEvent):
-                        u = event.message.usage
-                        input_tokens = (
-                            u.input_tokens
-                            + (u.cache_creation_input_tokens or 0)
-                            + (u.cache_read_input_tokens or 0)
-                        )
-                        output_tokens = u.output_tokens
+                        usage.update(event.message.usage)
                     elif isinstance(event, RawContentBlockStartEvent):
                         block = event.content_block
                         if isinstance(block, ToolUseBlock):
-                            tool_uses[event.index] = _PartialToolUse(
-                                block.id, block.name, dict(block.input)
-                            )
+                            tool_uses.start(event.index, block)
                         elif isinstance(block, TextBlock) and block.text:
                             text.append(block.text)
                             yield TextDeltaEvent(block.text)
@@ -168,13 +257,11 @@ class AnthropicProvider(SDKProvider):
                         if isinstance(delta, TextDelta) and delta.text:
                             text.append(delta.text)
                             yield TextDeltaEvent(delta.text)
-                        elif isinstance(delta, InputJSONDelta) and event.index in tool_uses:
-                            tool_uses[event.index].json += delta.partial_json
+                        elif isinstance(delta, InputJSONDelta):
+                            tool_uses.delta(event.index, delta.partial_json)
                     elif isinstance(event, RawMessageDeltaEvent):
                         stop_reason = event.delta.stop_reason or stop_reason
-                        output_tokens = event.usage.output_tokens
-                        if event.usage.input_tokens is not None:
-                            input_tokens = max(input_tokens, event.usage.input_tokens)
+                        usage.update(event.usage)
                     elif isinstance(event, RawMessageStopEvent):
                         complete = True
         except (anthropic.AnthropicError, httpx2.HTTPError, json.JSONDecodeError) as e:
@@ -182,17 +269,21 @@ class AnthropicProvider(SDKProvider):
         if not complete:
             raise StreamInterrupted("the stream ended before the response was complete")
 
-        tool_calls = tuple(
-            tool_call_from_raw(
-                use.id, use.name, use.json or json.dumps(use.initial_input, ensure_ascii=False)
-            )
-            for _, use in sorted(tool_uses.items())
-        )
         yield ResponseDone(
-            message=AssistantMessage(text="".join(text), tool_calls=tool_calls),
-            usage=Usage(input_tokens, output_tokens),
+            message=AssistantMessage(text="".join(text), tool_calls=tool_uses.calls()),
+            usage=usage.usage(),
             stop_reason=stop_reason,
         )
+
+    def _error(self, e: anthropic.AnthropicError) -> ProviderError:
+        """The error for a failed request: a context overflow has its own type."""
+        description = self._describe(e)
+        if isinstance(e, anthropic.APIStatusError):
+            detail = e.api_message or error_detail(e.body, e.message)
+            overflow = context_overflow(self._name, e.status_code, e.body, detail, description)
+            if overflow is not None:
+                return overflow
+        return ProviderError(f"{self._name}: {description}")
 
     def _describe(self, e: BaseException, *, streaming: bool = False) -> str:
         """One readable line for an SDK or transport error."""
@@ -200,7 +291,7 @@ class AnthropicProvider(SDKProvider):
             detail = e.api_message or error_detail(e.body, e.message)
             if e.status_code < 400:  # an `error` event inside a 200 stream
                 kind = f"{e.type}: " if e.type else ""
-                return one_line(f"the server reported an error: {kind}{detail}")
+                return one_line(f"the server reported an error: {kind}{detail}", ERROR_LIMIT)
             return describe_status(e.status_code, detail, self._max_retries)
         if isinstance(e, anthropic.APITimeoutError):
             return "timed out while reading the response" if streaming else "the request timed out"
@@ -209,6 +300,16 @@ class AnthropicProvider(SDKProvider):
         if isinstance(e, anthropic.APIConnectionError):
             return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
         return describe_cause(e)
+
+
+def _tool_choice_param(choice: ToolChoice) -> ToolChoiceParam:
+    if isinstance(choice, ForcedTool):
+        return {"type": "tool", "name": choice.name}
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    return {"type": "auto"}
 
 
 def _messages(request: ModelRequest) -> list[MessageParam]:

@@ -4,6 +4,13 @@ Chat Completions (not the Responses API) because it is what compatible servers
 implement: with `base_url` the same provider drives Ollama, vLLM, llama.cpp, LM Studio
 or OpenRouter. Retries and timeouts are the SDK's; this module adds only one retry of
 a stream that breaks before its first event (see `stream_with_one_retry`).
+
+What real compatible servers do differently, and how it is met (recorded exchanges in
+`tests/data/wire/`): llama-cpp-python repeats a tool call's `name` in every chunk, so
+the name is taken once and only arguments are joined; it refuses an assistant message
+whose `content` is null, so tool-call messages carry `""`; some servers send no usage
+or refuse `stream_options`, so usage is asked for and the request repeated once
+without it when the server names that field in its refusal.
 """
 
 from __future__ import annotations
@@ -11,63 +18,134 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
 import openai
 from openai import AsyncOpenAI, not_given, omit
+from openai.types import CompletionUsage
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
+    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
+    ChatCompletionToolChoiceOptionParam,
 )
+from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
 from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
+    ForcedTool,
     ModelRequest,
     ModelSettings,
     ResponseDone,
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolChoice,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from assembler.providers._common import (
+    ERROR_LIMIT,
     SDKProvider,
     StreamInterrupted,
+    context_overflow,
     describe_cause,
     describe_status,
     error_detail,
-    one_line,
     to_plain,
     tool_call_from_raw,
 )
+from assembler.providers.endpoints import OFFICIAL_BASE_URLS, is_official_openai
+from assembler.text import one_line
 from assembler.urls import display_url
 
 __all__ = ["OpenAIChatProvider"]
 
 
+_ChunkStream = openai.AsyncStream[ChatCompletionChunk]
+
+_LEGACY_INDEX = -1
+"""Where a legacy `function_call` delta (no `tool_calls`) is assembled."""
+
+
 @dataclass
 class _PartialCall:
-    """A tool call being assembled from deltas that share one `index`."""
+    """A tool call being assembled from deltas that share one `index` (and one id)."""
 
+    index: int
+    order: int
     id: str = ""
     name: str = ""
-    arguments: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _CallAssembler:
+    """Joins streamed tool-call deltas into calls.
+
+    The name is set once, by the first delta that has one: llama-cpp-python (and
+    LiteLLM passing it through) repeat `"name"` in every chunk, and joining those
+    turned `ls` into `lslsls...`. Only arguments stream. A delta that brings a new id
+    at an index already in use starts another call rather than mixing two. A legacy
+    `function_call` delta counts only when the chunk has no `tool_calls`, since
+    llama-cpp-python sends the same call in both.
+    """
+
+    def __init__(self) -> None:
+        self._by_index: dict[int, _PartialCall] = {}
+        self._calls: list[_PartialCall] = []
+
+    def add(self, delta: ChoiceDelta) -> None:
+        if delta.tool_calls:
+            for tc in delta.tool_calls:
+                function = tc.function
+                self._piece(
+                    tc.index,
+                    tc.id or "",
+                    function.name or "" if function else "",
+                    function.arguments or "" if function else "",
+                )
+        elif delta.function_call is not None:
+            legacy = delta.function_call
+            self._piece(_LEGACY_INDEX, "", legacy.name or "", legacy.arguments or "")
+
+    def _piece(self, index: int, call_id: str, name: str, arguments: str) -> None:
+        partial = self._by_index.get(index)
+        if partial is None or (call_id and partial.id and call_id != partial.id):
+            partial = _PartialCall(index, len(self._calls))
+            self._by_index[index] = partial
+            self._calls.append(partial)
+        if call_id and not partial.id:
+            partial.id = call_id
+        if name and not partial.name:
+            partial.name = name
+        if arguments:
+            partial.arguments.append(arguments)
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        ordered = sorted(self._calls, key=lambda p: (p.index, p.order))
+        return tuple(
+            tool_call_from_raw(
+                p.id or f"call_{uuid.uuid4().hex[:24]}", p.name, "".join(p.arguments)
+            )
+            for p in ordered
+        )
 
 
 class OpenAIChatProvider(SDKProvider):
     """A `ModelProvider` for the Chat Completions API (`openai:<model>`).
 
-    `settings` are defaults; a request's own settings win field by field. With a custom
-    `base_url` the token limit is sent as `max_tokens` (what compatible servers read),
-    with OpenAI itself as `max_completion_tokens` (what its newer models require).
+    `settings` are defaults; a request's own settings win field by field. The token
+    limit goes as `max_completion_tokens` to api.openai.com (its newer models require
+    it) and as `max_tokens` to every other server (what compatible servers read).
+    `base_url` None means api.openai.com: the SDK is always given the URL, so it never
+    picks `OPENAI_BASE_URL` up behind the project's back (see `effective_base_url`).
     """
 
     def __init__(
@@ -83,80 +161,92 @@ class OpenAIChatProvider(SDKProvider):
         provider_name: str = "openai",
     ) -> None:
         super().__init__(model, settings, provider_name)
-        self._custom_endpoint = base_url is not None
+        self._official = is_official_openai(base_url)
+        self._include_usage = True
         self._max_retries = openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
             self._client = AsyncOpenAI(
                 api_key=api_key,
-                base_url=base_url,
+                base_url=base_url or OFFICIAL_BASE_URLS["openai"],
                 max_retries=self._max_retries,
                 timeout=not_given if timeout is None else timeout,
                 default_headers=default_headers,
             )
         except openai.OpenAIError as e:
-            raise ProviderError(f"{self._name}: {one_line(str(e))}") from e
+            raise ProviderError(f"{self._name}: {one_line(str(e), ERROR_LIMIT)}") from e
 
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
-        temperature, max_tokens, extra = self._sampling(request)
-        tools = [_tool_param(t.name, t.description, t.parameters) for t in request.tools]
         try:
-            stream = await self._client.chat.completions.create(
-                model=request.model or self.model,
-                messages=_messages(request),
-                stream=True,
-                stream_options={"include_usage": True},
-                tools=tools if tools else omit,
-                temperature=omit if temperature is None else temperature,
-                max_tokens=max_tokens if max_tokens and self._custom_endpoint else omit,
-                max_completion_tokens=(
-                    max_tokens if max_tokens and not self._custom_endpoint else omit
-                ),
-                extra_body=extra or None,
-            )
+            try:
+                stream = await self._create(request)
+            except openai.APIStatusError as e:
+                if not (self._include_usage and _refuses_stream_options(e)):
+                    raise
+                # Usage is worth asking for, not worth failing over: ask no more.
+                self._include_usage = False
+                stream = await self._create(request)
         except openai.OpenAIError as e:
-            raise ProviderError(f"{self._name}: {self._describe(e)}") from e
+            raise self._error(e) from e
 
         text: list[str] = []
-        calls: dict[int, _PartialCall] = {}
+        calls = _CallAssembler()
         usage = Usage()
         finish_reason = ""
+        chunks = 0
         try:
             async with stream:
                 async for chunk in stream:
+                    chunks += 1
                     if chunk.usage is not None:
-                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-                    for choice in chunk.choices:
-                        if choice.index != 0:
-                            continue
-                        delta = choice.delta
-                        for piece in (delta.content, delta.refusal):
-                            if piece:
-                                text.append(piece)
-                                yield TextDelta(piece)
-                        for tc in delta.tool_calls or ():
-                            partial = calls.setdefault(tc.index, _PartialCall())
-                            if tc.id:
-                                partial.id = tc.id
-                            if tc.function is not None:
-                                partial.name += tc.function.name or ""
-                                partial.arguments += tc.function.arguments or ""
-                        if choice.finish_reason:
-                            finish_reason = choice.finish_reason
+                        usage = _usage(chunk.usage)
+                    for piece in _read_chunk(chunk, calls):
+                        text.append(piece)
+                        yield TextDelta(piece)
+                    finish_reason = _finish_reason(chunk) or finish_reason
         except (openai.OpenAIError, httpx2.HTTPError, json.JSONDecodeError) as e:
             raise StreamInterrupted(self._describe(e, streaming=True)) from e
+        if not chunks:
+            raise StreamInterrupted(
+                "the server sent an empty response (llama-cpp-python does this when its chat "
+                "template fails or the prompt exceeds its context size)"
+            )
         if not finish_reason:
             raise StreamInterrupted("the stream ended before the response was complete")
-
-        tool_calls = tuple(
-            tool_call_from_raw(p.id or f"call_{uuid.uuid4().hex[:24]}", p.name, p.arguments)
-            for _, p in sorted(calls.items())
-        )
         yield ResponseDone(
-            message=AssistantMessage(text="".join(text), tool_calls=tool_calls),
+            message=AssistantMessage(text="".join(text), tool_calls=calls.calls()),
             usage=usage,
             stop_reason=finish_reason,
         )
+
+    async def _create(self, request: ModelRequest) -> _ChunkStream:
+        temperature, max_tokens, extra = self._sampling(request)
+        tools = [_tool_param(t.name, t.description, t.parameters) for t in request.tools]
+        choice = self._tool_choice(request)
+        stream: _ChunkStream = await self._client.chat.completions.create(
+            model=request.model or self.model,
+            messages=_messages(request),
+            stream=True,
+            stream_options={"include_usage": True} if self._include_usage else omit,
+            tools=tools if tools else omit,
+            tool_choice=omit if choice is None else _tool_choice_param(choice),
+            temperature=omit if temperature is None else temperature,
+            max_tokens=max_tokens if max_tokens and not self._official else omit,
+            max_completion_tokens=max_tokens if max_tokens and self._official else omit,
+            extra_body=extra or None,
+        )
+        return stream
+
+    def _error(self, e: openai.OpenAIError) -> ProviderError:
+        """The error for a failed request: a context overflow has its own type."""
+        description = self._describe(e)
+        if isinstance(e, openai.APIStatusError):
+            overflow = context_overflow(
+                self._name, e.status_code, e.body, error_detail(e.body, e.message), description
+            )
+            if overflow is not None:
+                return overflow
+        return ProviderError(f"{self._name}: {description}")
 
     def _describe(self, e: BaseException, *, streaming: bool = False) -> str:
         """One readable line for an SDK or transport error."""
@@ -170,7 +260,8 @@ class OpenAIChatProvider(SDKProvider):
         if isinstance(e, openai.APIConnectionError):
             return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
         if isinstance(e, openai.APIError):
-            return one_line(f"the server reported an error: {error_detail(e.body, e.message)}")
+            detail = error_detail(e.body, e.message)
+            return one_line(f"the server reported an error: {detail}", ERROR_LIMIT)
         return describe_cause(e)
 
 
@@ -191,9 +282,50 @@ def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
     return out
 
 
+def _read_chunk(chunk: ChatCompletionChunk, calls: _CallAssembler) -> list[str]:
+    """Choice 0 of `chunk`: its tool-call deltas go to `calls`, its text (content and
+    refusal) is returned."""
+    pieces: list[str] = []
+    for choice in chunk.choices:
+        if choice.index != 0:
+            continue
+        delta = choice.delta
+        pieces.extend(piece for piece in (delta.content, delta.refusal) if piece)
+        calls.add(delta)
+    return pieces
+
+
+def _finish_reason(chunk: ChatCompletionChunk) -> str:
+    return next((c.finish_reason for c in chunk.choices if c.index == 0 and c.finish_reason), "")
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    """`prompt_tokens` already counts the cached ones (`prompt_tokens_details`)."""
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+    )
+
+
+def _refuses_stream_options(e: openai.APIStatusError) -> bool:
+    """Whether the server refused the request because of `stream_options` (a server
+    that validates strictly and does not know the field names it in its error)."""
+    return 400 <= e.status_code < 600 and "stream_options" in f"{e.body} {e.message}"
+
+
+def _tool_choice_param(choice: ToolChoice) -> ChatCompletionToolChoiceOptionParam:
+    if isinstance(choice, ForcedTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
 def _assistant(message: AssistantMessage) -> ChatCompletionAssistantMessageParam:
-    param: ChatCompletionAssistantMessageParam = {"role": "assistant"}
-    param["content"] = message.text if message.text or not message.tool_calls else None
+    # `content` is always a string, "" beside tool calls: llama-cpp-python's server
+    # refuses null (HTTP 500), and without the field its chat template fails.
+    param: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": message.text}
     if message.tool_calls:
         param["tool_calls"] = [_tool_call_param(call) for call in message.tool_calls]
     return param

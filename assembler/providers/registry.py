@@ -2,42 +2,54 @@
 
 Factories import their SDK inside the factory, so importing this module (and
 validating a manifest) costs nothing, and a missing SDK is reported only for the
-provider that needs it. Extensions add providers with `register_provider`.
+provider that needs it.
+
+The built-in providers are fixed. What an agent's extensions register goes into that
+agent's own `ProviderRegistry` (`ProviderRegistry.builtin()` plus `register`), never
+into a process-wide table: a provider one agent's extension adds must not exist for
+the next agent built in the same process.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
 
 from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
+from assembler.providers.endpoints import (
+    LOCAL_SERVERS,
+    effective_base_url,
+    is_local_url,
+)
 
 __all__ = [
     "LOCAL_API_KEY_PLACEHOLDER",
     "ProviderConfig",
     "ProviderFactory",
+    "ProviderRegistry",
     "create_provider",
+    "effective_base_url",
     "is_local_url",
     "known_providers",
     "parse_model_string",
-    "register_provider",
 ]
 
 LOCAL_API_KEY_PLACEHOLDER = "no-key-needed"
-"""Sent as the API key to a local OpenAI-compatible server when none is configured."""
-
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+"""Sent as the API key to a local server when none is configured (the SDKs need one)."""
 
 
 @dataclass(frozen=True)
 class ProviderConfig:
-    """Everything a factory is given; one object so new fields break no factory."""
+    """Everything a factory is given; one object so new fields break no factory.
+
+    `base_url` is the manifest's; a built-in factory resolves the endpoint it really
+    uses with `effective_base_url` (environment variables, local shortcuts).
+    """
 
     provider: str
     model: str
@@ -68,19 +80,70 @@ class ProviderConfig:
 
 ProviderFactory = Callable[[ProviderConfig], ModelProvider]
 
-_FACTORIES: dict[str, ProviderFactory] = {}
 
+class ProviderRegistry:
+    """The providers one agent can use: the built-ins, plus its extensions' own.
 
-def register_provider(name: str, factory: ProviderFactory) -> None:
-    """Make `name:<model>` usable; registering a name again replaces its factory."""
-    if not name or ":" in name:
-        raise ValueError(f"invalid provider name {name!r}: a non-empty name without ':'")
-    _FACTORIES[name] = factory
+    Build one per agent with `ProviderRegistry.builtin()`; `register` adds to (or
+    replaces in) this registry only.
+    """
+
+    def __init__(self, factories: Mapping[str, ProviderFactory] | None = None) -> None:
+        self._factories: dict[str, ProviderFactory] = dict(factories or {})
+
+    @classmethod
+    def builtin(cls) -> ProviderRegistry:
+        """A new registry holding the built-in providers only."""
+        return cls(_BUILTIN)
+
+    def register(self, name: str, factory: ProviderFactory) -> None:
+        """Make `name:<model>` usable here; registering a name again replaces it."""
+        if not name or ":" in name:
+            raise ValueError(f"invalid provider name {name!r}: a non-empty name without ':'")
+        self._factories[name] = factory
+
+    def names(self) -> tuple[str, ...]:
+        """The provider names this registry knows, sorted."""
+        return tuple(sorted(self._factories))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def create(
+        self,
+        provider: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        settings: ModelSettings | None = None,
+        options: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] = os.environ,
+    ) -> ModelProvider:
+        """Build the provider registered as `provider` for `model`."""
+        factory = self._factories.get(provider)
+        if factory is None:
+            raise UnknownProviderError(
+                f"unknown model provider {provider!r}; known providers: {', '.join(self.names())}"
+            )
+        config = ProviderConfig(
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            settings=settings or ModelSettings(),
+            options=MappingProxyType(dict(options or {})),
+            env=env,
+        )
+        return factory(config)
 
 
 def known_providers() -> tuple[str, ...]:
-    """The registered provider names, sorted."""
-    return tuple(sorted(_FACTORIES))
+    """The built-in provider names, sorted."""
+    return tuple(sorted(_BUILTIN))
 
 
 def parse_model_string(value: str) -> tuple[str, str]:
@@ -103,31 +166,18 @@ def create_provider(
     settings: ModelSettings | None = None,
     options: Mapping[str, Any] | None = None,
     env: Mapping[str, str] = os.environ,
+    registry: ProviderRegistry | None = None,
 ) -> ModelProvider:
-    """Build the provider registered as `provider` for `model`."""
-    factory = _FACTORIES.get(provider)
-    if factory is None:
-        raise UnknownProviderError(
-            f"unknown model provider {provider!r}; known providers: {', '.join(known_providers())}"
-        )
-    config = ProviderConfig(
-        provider=provider,
-        model=model,
+    """Build `provider` for `model` from `registry` (default: the built-ins only)."""
+    return (registry or ProviderRegistry.builtin()).create(
+        provider,
+        model,
         base_url=base_url,
         api_key_env=api_key_env,
-        settings=settings or ModelSettings(),
-        options=MappingProxyType(dict(options or {})),
+        settings=settings,
+        options=options,
         env=env,
     )
-    return factory(config)
-
-
-def is_local_url(url: str | None) -> bool:
-    """Whether `url` points at this machine (Ollama, llama.cpp, LM Studio, vLLM...)."""
-    if not url:
-        return False
-    host = (urlsplit(url).hostname or "").lower()
-    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
 
 
 CLIENT_OPTIONS = ("max_retries", "timeout", "headers")
@@ -170,16 +220,24 @@ def _missing_sdk(config: ProviderConfig, package: str, e: ImportError) -> Provid
 
 
 def _openai_factory(config: ProviderConfig) -> ModelProvider:
+    base_url = effective_base_url(config.provider, config.base_url, config.env)
+    if config.provider in LOCAL_SERVERS:
+        # Never the OpenAI key: a local shortcut gets only a key it is given by name.
+        api_key = config.api_key(config.api_key_env) if config.api_key_env else None
+    else:
+        api_key = config.api_key("OPENAI_API_KEY", optional=is_local_url(base_url))
+    return _openai_chat(config, base_url, api_key or LOCAL_API_KEY_PLACEHOLDER)
+
+
+def _openai_chat(config: ProviderConfig, base_url: str | None, api_key: str) -> ModelProvider:
     try:
         from assembler.providers.openai_chat import OpenAIChatProvider
     except ImportError as e:
         raise _missing_sdk(config, "openai", e) from e
-    local = is_local_url(config.base_url)
-    api_key = config.api_key("OPENAI_API_KEY", optional=local) or LOCAL_API_KEY_PLACEHOLDER
     return OpenAIChatProvider(
         config.model,
         api_key=api_key,
-        base_url=config.base_url,
+        base_url=base_url,
         settings=_request_settings(config),
         provider_name=config.provider,
         **_sdk_options(config),
@@ -191,10 +249,12 @@ def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
         from assembler.providers.anthropic_messages import AnthropicProvider
     except ImportError as e:
         raise _missing_sdk(config, "anthropic", e) from e
+    base_url = effective_base_url(config.provider, config.base_url, config.env)
+    api_key = config.api_key("ANTHROPIC_API_KEY", optional=is_local_url(base_url))
     return AnthropicProvider(
         config.model,
-        api_key=config.api_key("ANTHROPIC_API_KEY"),
-        base_url=config.base_url,
+        api_key=api_key or LOCAL_API_KEY_PLACEHOLDER,
+        base_url=base_url,
         settings=_request_settings(config),
         provider_name=config.provider,
         **_sdk_options(config),
@@ -213,6 +273,11 @@ def _scripted_factory(config: ProviderConfig) -> ModelProvider:
     return ScriptedProvider(load_script(script), name=f"scripted:{script}")
 
 
-register_provider("openai", _openai_factory)
-register_provider("anthropic", _anthropic_factory)
-register_provider("scripted", _scripted_factory)
+_BUILTIN: Mapping[str, ProviderFactory] = MappingProxyType(
+    {
+        "openai": _openai_factory,
+        "anthropic": _anthropic_factory,
+        "scripted": _scripted_factory,
+        **dict.fromkeys(LOCAL_SERVERS, _openai_factory),
+    }
+)

@@ -53,6 +53,7 @@ Step = Mapping[str, Any] | AssistantMessage | str
 
 _STEP_KEYS = ("text", "tool_calls", "id", "usage")
 _CALL_KEYS = ("name", "arguments", "id")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 @dataclass(frozen=True)
@@ -152,12 +153,18 @@ def _parse_step(item: object, index: int, source: str, issues: list[Issue]) -> S
     usage = Usage()
     raw_usage = item.get("usage")
     if raw_usage is not None:
-        if isinstance(raw_usage, Mapping) and all(
-            isinstance(raw_usage.get(k, 0), int) for k in ("input_tokens", "output_tokens")
+        if (
+            isinstance(raw_usage, Mapping)
+            and set(raw_usage) <= set(_USAGE_KEYS)
+            and all(isinstance(raw_usage.get(k, 0), int) for k in _USAGE_KEYS)
         ):
-            usage = Usage(raw_usage.get("input_tokens", 0), raw_usage.get("output_tokens", 0))
+            usage = Usage(**{k: raw_usage.get(k, 0) for k in _USAGE_KEYS})
         else:
-            problem("`usage` must be {input_tokens: int, output_tokens: int}", ".usage")
+            problem(
+                "`usage` must be {input_tokens: int, output_tokens: int} "
+                "(optionally cache_read_tokens, cache_write_tokens)",
+                ".usage",
+            )
     return ScriptStep(AssistantMessage(text=text, tool_calls=tuple(calls)), str(label), usage)
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from assembler.errors import Issue, PromptContextError
 from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
 from assembler.validation.mentions import line_and_column, tool_mentions
 
-BUILTIN_PROVIDERS = ("openai", "anthropic", "scripted")
 EXTENSION_GROUP = "assembler.extensions"
 
 
@@ -124,6 +124,8 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
             )
         else:
             yield ctx.issue(at, f"unknown provider `{provider}`; known providers: {known}")
+    if isinstance(raw, dict):
+        yield from _check_tool_choice(ctx, raw.get("tool_choice"))
     if provider == "scripted":
         if not isinstance(script, str) or not script:
             yield ctx.issue(
@@ -132,6 +134,24 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
         elif not ctx.resolve(script).is_file():
             where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
             yield ctx.issue(where, f"script file {script} not found")
+
+
+def _check_tool_choice(ctx: CheckContext, choice: Any) -> Iterator[Issue]:
+    """`tool_choice: {tool: NAME}` naming no active tool: a warning, and only where the
+    names are certain (no extension, MCP server or Python tool may add or rename one)."""
+    tool = choice.get("tool") if isinstance(choice, dict) else None
+    if not isinstance(tool, str):
+        return
+    names, open_ended = active_tool_names(ctx.data)
+    sets = _items(_mapping(ctx.data.get("tools")).get("sets"))
+    if open_ended or any(isinstance(s, dict) and "python" in s for s in sets) or tool in names:
+        return
+    active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
+    yield ctx.issue(
+        ("model", "tool_choice", "tool"),
+        f"`tool_choice` names `{tool}`, which is not an active tool (active: {active})",
+        "warning",
+    )
 
 
 def check_skills(ctx: CheckContext) -> Iterator[Issue]:

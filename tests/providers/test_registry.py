@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
 from assembler.messages import ModelSettings
-from assembler.providers import registry
 from assembler.providers.anthropic_messages import AnthropicProvider
 from assembler.providers.base import ModelProvider
 from assembler.providers.openai_chat import OpenAIChatProvider
 from assembler.providers.registry import (
     ProviderConfig,
+    ProviderRegistry,
     create_provider,
     is_local_url,
     known_providers,
     parse_model_string,
-    register_provider,
 )
 from assembler.providers.scripted import ScriptedProvider
 from assembler.testing import ScriptedModel
@@ -55,7 +53,7 @@ def test_unknown_provider_lists_the_known_ones() -> None:
         create_provider("mistral", "large", env={})
     message = str(info.value)
     assert "'mistral'" in message
-    assert "anthropic, openai, scripted" in message
+    assert "anthropic, llamacpp, lmstudio, ollama, openai, scripted, vllm" in message
     assert isinstance(info.value, ProviderError)
 
 
@@ -138,15 +136,6 @@ def test_sdk_options_are_checked() -> None:
         create_provider("openai", "m", options={"timeout": "soon"}, env=env)
 
 
-@pytest.fixture
-def restore_registry() -> Iterator[None]:
-    saved = dict(registry._FACTORIES)
-    yield
-    registry._FACTORIES.clear()
-    registry._FACTORIES.update(saved)
-
-
-@pytest.mark.usefixtures("restore_registry")
 def test_register_provider_for_extensions() -> None:
     seen: list[ProviderConfig] = []
 
@@ -154,12 +143,17 @@ def test_register_provider_for_extensions() -> None:
         seen.append(config)
         return ScriptedModel(["hi"], name=config.name)
 
-    register_provider("echo", factory)
-    provider = create_provider(
+    providers = ProviderRegistry.builtin()
+    providers.register("echo", factory)
+    provider = providers.create(
         "echo", "v1", base_url="http://x", options={"a": 1}, env={"K": "v"}, api_key_env="K"
     )
 
-    assert "echo" in known_providers()
+    assert "echo" in providers.names()
+    assert "echo" not in known_providers()  # the built-ins stay as they were
+    assert "echo" not in ProviderRegistry.builtin()
+    with pytest.raises(UnknownProviderError):
+        create_provider("echo", "v1", env={})
     assert provider.name == "echo:v1"
     (config,) = seen
     assert (config.provider, config.model, config.base_url) == ("echo", "v1", "http://x")
@@ -170,7 +164,7 @@ def test_register_provider_for_extensions() -> None:
 @pytest.mark.parametrize("name", ["", "a:b"])
 def test_register_provider_rejects_bad_names(name: str) -> None:
     with pytest.raises(ValueError, match="provider name"):
-        register_provider(name, lambda config: ScriptedModel())
+        ProviderRegistry.builtin().register(name, lambda config: ScriptedModel())
 
 
 def test_scripted_provider_from_options(tmp_path: Path) -> None:
@@ -188,7 +182,6 @@ def test_scripted_provider_needs_a_script() -> None:
         create_provider("scripted", "demo", env={})
 
 
-@pytest.mark.usefixtures("restore_registry")
 def test_missing_sdk_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "assembler.providers.openai_chat", None)
     with pytest.raises(ProviderError, match="pip install openai"):

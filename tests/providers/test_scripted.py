@@ -8,7 +8,7 @@ import pytest
 from wire.drive import run
 
 from assembler.errors import ManifestError, ProviderError
-from assembler.messages import AssistantMessage, ModelRequest, ToolCall, UserMessage
+from assembler.messages import AssistantMessage, ModelRequest, ToolCall, Usage, UserMessage
 from assembler.providers.base import ModelProvider
 from assembler.providers.scripted import ScriptedProvider, load_script, parse_steps, split_text
 
@@ -131,3 +131,15 @@ def test_split_text_keeps_every_character(text: str) -> None:
     assert "".join(pieces) == text
     assert len(pieces) <= 3
     assert all(pieces)
+
+
+def test_a_script_can_report_cache_usage() -> None:
+    (step,) = parse_steps(
+        [{"text": "hi", "usage": {"input_tokens": 9, "output_tokens": 2, "cache_read_tokens": 7}}]
+    )
+    assert step.usage == Usage(input_tokens=9, output_tokens=2, cache_read_tokens=7)
+
+
+def test_an_unknown_usage_key_is_refused() -> None:
+    with pytest.raises(ManifestError, match="`usage` must be"):
+        parse_steps([{"text": "hi", "usage": {"input_tokens": 9, "cached": 7}}])

@@ -119,7 +119,7 @@ def test_usage_round_trips() -> None:
         ({"role": "assistant", "tool_calls": ["x"]}, "tool call record must be a JSON object"),
         (
             {"role": "assistant", "tool_calls": [{"id": "a", "name": "b", "arguments": []}]},
-            "'arguments' must be a JSON object or null, not a list",
+            "'arguments' must be a JSON object or null, not an array",
         ),
         ({"role": "assistant", "tool_calls": [{"name": "b"}]}, "tool call: the field 'id'"),
         (

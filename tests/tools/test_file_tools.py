@@ -248,7 +248,7 @@ def test_edit_refusals(ws: Path, tmp_path: Path) -> None:
         ("write", {"path": "a"}, "missing required argument 'content'"),
         ("write", {"path": None, "content": ""}, "missing required argument 'path'"),
         ("edit", {"path": "a", "old_text": "x"}, "missing required argument 'new_text'"),
-        ("edit", {"path": "a", "old_text": ["x"], "new_text": ""}, "not a list"),
+        ("edit", {"path": "a", "old_text": ["x"], "new_text": ""}, "not an array"),
     ],
 )
 def test_bad_arguments_are_error_results(

@@ -154,7 +154,7 @@ def test_context_integers_beyond_the_safe_range(project: Path) -> None:
 def test_an_unknown_provider_is_an_error_without_extensions(project: Path) -> None:
     assert _validate(project, "identity: x\nmodel: {provider: acme, name: big}\n") == [
         "agent.yaml:4:19: error: unknown provider `acme`; known providers: `openai`, "
-        "`anthropic`, `scripted` [model.provider]"
+        "`anthropic`, `scripted`, `ollama`, `llamacpp`, `vllm`, `lmstudio` [model.provider]"
     ]
 
 
@@ -168,7 +168,8 @@ def test_an_unknown_provider_is_a_warning_when_an_extension_may_register_it(
     )
     assert lines == [
         "agent.yaml:4:8: warning: provider `acme` is not built in (`openai`, `anthropic`, "
-        "`scripted`); an extension must register it [model]"
+        "`scripted`, `ollama`, `llamacpp`, `vllm`, `lmstudio`); an extension must register it "
+        "[model]"
     ]
 
 

@@ -9,8 +9,10 @@ is recorded for the test to inspect.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -52,7 +54,19 @@ class ErrorReply:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-Reply = StreamReply | ErrorReply
+@dataclass(frozen=True)
+class RawReply:
+    """A response sent byte for byte: a recorded real exchange (`wire.recorded`), or an
+    empty HTTP 200 as some servers send when they fail internally."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+Reply = StreamReply | ErrorReply | RawReply
+Responder = Callable[[RecordedRequest], Reply]
+"""Decides the reply from the request, like a real server (used when no reply is queued)."""
 
 
 @dataclass
@@ -60,6 +74,7 @@ class _State:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    responder: Responder | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -69,6 +84,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as separate writes: without this, Nagle's algorithm
+        # and the client's delayed ACK hold the body back about 40 ms per response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -77,13 +98,15 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
         state = self.server.state
+        received = RecordedRequest(
+            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+        )
         with state.lock:
-            state.requests.append(
-                RecordedRequest(
-                    "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
-                )
-            )
+            state.requests.append(received)
             reply = state.replies.popleft() if state.replies else None
+            responder = state.responder
+        if reply is None and responder is not None:
+            reply = responder(received)
         if self.path != self.server.endpoint:
             self._send_json(404, {"error": {"message": f"test server: no route {self.path}"}}, ())
         elif reply is None:
@@ -94,8 +117,18 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif isinstance(reply, ErrorReply):
             self._send_json(reply.status, reply.body, reply.headers)
+        elif isinstance(reply, RawReply):
+            self._send_raw(reply)
         else:
             self._send_stream(reply)
+
+    def _send_raw(self, reply: RawReply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+        self.wfile.flush()
 
     def _send_json(self, status: int, body: Any, headers: tuple[tuple[str, str], ...]) -> None:
         data = json.dumps(body).encode()
@@ -169,6 +202,11 @@ class ScriptedHTTPServer:
     def add(self, *replies: Reply) -> None:
         with self._server.state.lock:
             self._server.state.replies.extend(replies)
+
+    def respond_with(self, responder: Responder) -> None:
+        """Answer every request that finds no queued reply by calling `responder`."""
+        with self._server.state.lock:
+            self._server.state.responder = responder
 
     def start(self) -> None:
         self._thread.start()
