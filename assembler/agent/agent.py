@@ -8,16 +8,25 @@ replaces all three together, never one alone.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from assembler.errors import Issue
+from assembler.agent.conversation import (
+    Restored,
+    SessionRecorder,
+    open_session,
+    restore,
+    session_store,
+)
+from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
-from assembler.messages import Message
+from assembler.messages import Message, Usage
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
 from assembler.runner.events import (
+    Compacted,
     Diagnostic,
     Event,
     RunEnd,
@@ -35,11 +44,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunResult:
-    """The outcome of `agent.prompt(...)`: the final text and every event."""
+    """The outcome of `agent.prompt(...)`: the final text, every event, the tokens the
+    run used (all requests, summaries included) and the session it was recorded in."""
 
     text: str
     reason: str
     events: tuple[Event, ...] = field(default=())
+    usage: Usage = field(default_factory=Usage)
+    session_id: str = ""
 
     @property
     def completed(self) -> bool:
@@ -65,11 +77,12 @@ class Agent:
         self.loader = loader
         self.runner = runner
         self.parts = parts
-        self.session = session
         self.assembly = assembly
         self._started = False
         self._closed = False
-        self._recorded = 0
+        self.session: Session | None = None
+        if session is not None:
+            self.use_session(restore(session))
 
     # -- what the model sees -------------------------------------------------
 
@@ -133,14 +146,22 @@ class Agent:
             yield Diagnostic(issue.message, issue.severity)
         if self.session is not None:
             self.session.append("event", {"event": {"type": "run_start", "prompt": prompt}})
+        start_usage = self.runner.usage
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
-                self._record_messages()
                 for issue in self.assembly.poll():
                     yield Diagnostic(issue.message, issue.severity)
-            if isinstance(event, RunEnd) and self.session is not None:
-                self.session.append("event", {"event": event.to_dict()})
-            yield event
+            if isinstance(event, RunEnd):
+                end = replace(
+                    event,
+                    usage=_difference(self.runner.usage, start_usage),
+                    session_id=self.session.id if self.session is not None else "",
+                )
+                if self.session is not None:
+                    self.session.append("event", {"event": end.to_dict()})
+                yield end
+            else:
+                yield event
 
     async def prompt(self, prompt: str, *, max_turns: int | None = None) -> RunResult:
         """Run `prompt` to the end and return the final answer."""
@@ -148,21 +169,91 @@ class Agent:
         async for event in self.stream(prompt, max_turns=max_turns):
             events.append(event)
         end = next((e for e in reversed(events) if isinstance(e, RunEnd)), None)
-        return RunResult(end.text if end else "", end.reason if end else "error", tuple(events))
+        if end is None:
+            return RunResult("", "error", tuple(events))
+        return RunResult(end.text, end.reason, tuple(events), end.usage, end.session_id)
 
-    def _record_messages(self) -> None:
+    # -- the conversation while it runs ------------------------------------------------
+
+    def steer(self, text: str) -> None:
+        """Redirect the run in flight: `text` is delivered after the tool calls in
+        progress, before the next model request; calls of the same message that have
+        not started are skipped ("skipped: the user sent a new instruction ...")."""
+        self.runner.steer(text)
+
+    def follow_up(self, text: str) -> None:
+        """Queue `text` as a new user turn of the current run, delivered when it would
+        otherwise end (or after the next prompt, when idle)."""
+        self.runner.follow_up(text)
+
+    @property
+    def streaming(self) -> bool:
+        return self.runner.running
+
+    async def compact(self, instructions: str | None = None) -> Compacted | None:
+        """Summarise the older history with the model and keep the recent tail (at
+        least the last user turn) verbatim; the session gets a compaction entry. None
+        when there is nothing older than the last user turn."""
+        return await self.runner.compact(instructions, reason="manual")
+
+    @property
+    def context_fill(self) -> tuple[int, int | None]:
+        """Input tokens of the latest response, and the context window (if known)."""
+        return self.runner.context_tokens, self.runner.context_window
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def use_session(self, restored: Restored) -> None:
+        """Continue `restored` from now on: its conversation becomes the runner's, and
+        new messages are appended to its file."""
+        self.session = restored.session
+        self.runner.messages[:] = restored.messages
+        self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
+        self.runner.context_tokens = 0
+
+    def fork(self, entry_id: str) -> Session:
+        """A new session whose history is this one's up to `entry_id`; the agent goes on
+        in it. The original file is not touched."""
         if self.session is None:
-            return
-        for message in self.runner.messages[self._recorded :]:
-            self.session.append_message(message)
-        self._recorded = len(self.runner.messages)
+            raise SessionError("this agent records no session, so there is nothing to fork")
+        if self.runner.running:
+            raise SessionError("cannot fork while a run is in progress")
+        forked = self.session.fork(entry_id)
+        self.use_session(restore(forked))
+        return forked
+
+    def switch_session(self, reference: str | Path) -> Session:
+        """Continue another session of this agent (id, id prefix or path)."""
+        if self.runner.running:
+            raise SessionError("cannot switch sessions while a run is in progress")
+        store = session_store(self.manifest, self._session_dir())
+        session = open_session(store, self.manifest, reference)
+        self.use_session(restore(session))
+        return session
+
+    def new_session(self) -> Session:
+        """Start over in a new, empty session file (the old one stays as it is)."""
+        if self.runner.running:
+            raise SessionError("cannot start a new session while a run is in progress")
+        store = session_store(self.manifest, self._session_dir())
+        header = dict(self.session.header) if self.session is not None else {}
+        session = store.create(
+            agent=self.manifest.name,
+            manifest=self.manifest.path,
+            model=str(header.get("model", "")),
+            metadata={"workspace": str(self.manifest.workspace.resolve())},
+        )
+        self.use_session(restore(session))
+        return session
+
+    def _session_dir(self) -> Path | None:
+        return self.session.path.parent if self.session is not None else None
 
     async def aclose(self) -> None:
         """End the session: extensions hear `session_end`, servers stop, connections close."""
         if self._closed:
             return
         self._closed = True
-        self._record_messages()
         try:
             if self._started:
                 await self.parts.extension_hooks.session_end("closed")
@@ -183,3 +274,12 @@ class Agent:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _difference(after: Usage, before: Usage) -> Usage:
+    return Usage(
+        after.input_tokens - before.input_tokens,
+        after.output_tokens - before.output_tokens,
+        after.cache_read_tokens - before.cache_read_tokens,
+        after.cache_write_tokens - before.cache_write_tokens,
+    )

@@ -21,18 +21,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assembler.agent.agent import Agent
+from assembler.agent.conversation import open_session, session_store
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
+    ModelChoice,
     choose_model,
     create_model_provider,
     is_builtin_provider,
     shown_endpoint,
 )
 from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
+from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
 from assembler.providers.base import ModelProvider
+from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader
 from assembler.runner.loop import AgentRunner
+from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import scrub_environment
 from assembler.trust import TrustPrompt, check_trust
@@ -50,11 +55,15 @@ def build_agent(
     trust: bool | None = None,
     ask_trust: TrustPrompt | None = None,
     env: Mapping[str, str] | None = None,
+    session: str | Path | Session | None = None,
+    fork: str | None = None,
 ) -> Agent:
     """Build an agent from a manifest (or a manifest path), in the fixed order.
 
     `provider` replaces the manifest's model with a ready provider (tests use
-    `assembler.testing.ScriptedModel`); `model` overrides it by name.
+    `assembler.testing.ScriptedModel`); `model` overrides it by name. `session` (an
+    id, id prefix, path or open `Session`) continues an existing session exactly as
+    it was sent; with `fork` (an entry id of it), a new session starts from that entry.
     """
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
@@ -66,8 +75,10 @@ def build_agent(
     model_provider = provider
     if choice is not None and is_builtin_provider(choice.provider):
         model_provider = create_model_provider(choice, environment)
-    session = create_session(manifest, choice, provider, session_dir) if record_session else None
-    assembly = Assembly(manifest, trace_factory=trace_factory(session))
+    recording = _session(manifest, session, fork, session_dir)
+    if recording is None and record_session:
+        recording = create_session(manifest, choice, provider, session_dir)
+    assembly = Assembly(manifest, trace_factory=trace_factory(recording))
 
     # 2. one resource snapshot
     loader = ResourceLoader(manifest, flags)
@@ -97,6 +108,8 @@ def build_agent(
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
+        context_window=limits.context_window or _known_window(choice),
+        compact_reserve=limits.compact_reserve,
     )
     if choice is not None:
         runner.endpoint = shown_endpoint(choice, environment)
@@ -107,5 +120,28 @@ def build_agent(
         runner=runner,
         parts=parts,
         assembly=assembly,
-        session=session,
+        session=recording,
     )
+
+
+def _session(
+    manifest: Manifest,
+    session: str | Path | Session | None,
+    fork: str | None,
+    directory: Path | None,
+) -> Session | None:
+    """The session to continue (or to fork from), opened before anything is built."""
+    if session is None:
+        if fork is not None:
+            raise SessionError("`fork` names an entry of a session: pass `session` too")
+        return None
+    opened = (
+        session
+        if isinstance(session, Session)
+        else open_session(session_store(manifest, directory), manifest, session)
+    )
+    return opened.fork(fork) if fork is not None else opened
+
+
+def _known_window(choice: ModelChoice | None) -> int | None:
+    return context_window(choice.provider, choice.name) if choice is not None else None

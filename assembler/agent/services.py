@@ -54,7 +54,12 @@ def create_session(
 
     store = SessionStore(session_dir or default_session_dir(manifest.name))
     label = choice.label if choice is not None else (provider.name if provider else "")
-    return store.create(agent=manifest.name, manifest=manifest.path, model=label)
+    return store.create(
+        agent=manifest.name,
+        manifest=manifest.path,
+        model=label,
+        metadata={"workspace": str(manifest.workspace.resolve())},
+    )
 
 
 def trace_factory(session: Session | None) -> TraceFactory | None:

@@ -164,6 +164,9 @@ class Limits:
     max_consecutive_blocks: int = 3
     hook_timeout: float = 10.0
     context_file_max_bytes: int = 64 * 1024
+    context_window: int | None = None
+    compact_reserve: int = 16_384
+    permission_timeout: float = 300.0
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,18 @@ What remains to do.
 
 Keep exact names, paths, identifiers, numbers and error messages. Do not invent anything."""
 
+SUMMARY_OPEN = "<conversation_summary>"
+SUMMARY_CLOSE = "</conversation_summary>"
+
+
+def summary_message(summary: str) -> UserMessage:
+    """The message that stands for the compacted part of a conversation."""
+    return UserMessage(
+        "The earlier part of this conversation was summarised to fit the context window:\n"
+        f"{SUMMARY_OPEN}\n{summary.strip()}\n{SUMMARY_CLOSE}"
+    )
+
+
 DEFAULT_KEEP_TOKENS = 20_000
 """How much of the recent conversation is kept verbatim (estimated tokens)."""
 

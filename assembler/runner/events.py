@@ -14,6 +14,15 @@ from typing import Any, ClassVar
 from assembler.messages import AssistantMessage, ToolCall, Usage
 
 
+def _usage(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+
+
 def _call_dict(call: ToolCall) -> dict[str, Any]:
     data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
     if call.arguments is None:
@@ -116,8 +125,8 @@ class UsageEvent:
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.kind,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
+            **_usage(self.usage),
+            "total": _usage(self.total),
             "total_input_tokens": self.total.input_tokens,
             "total_output_tokens": self.total.output_tokens,
         }
@@ -173,6 +182,7 @@ class RunEnd:
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
     message: str = ""
+    session_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,7 +192,47 @@ class RunEnd:
             "turns": self.turns,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
+            "usage": _usage(self.usage),
             "message": self.message,
+            **({"session_id": self.session_id} if self.session_id else {}),
+        }
+
+
+@dataclass(frozen=True)
+class UserMessageDelivered:
+    """A message the user sent while the agent worked reached the conversation:
+    `steer` after the running tools, `follow_up` when the run would have ended."""
+
+    kind: ClassVar[str] = "user_message"
+    source: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "source": self.source, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """Older history was summarised: `reason` is manual, threshold or overflow;
+    `kept` messages stayed verbatim after the summary."""
+
+    kind: ClassVar[str] = "compaction"
+    reason: str
+    tokens_before: int
+    summarised: int
+    kept: int
+    summary: str
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "reason": self.reason,
+            "tokens_before": self.tokens_before,
+            "summarised_messages": self.summarised,
+            "kept_messages": self.kept,
+            "summary": self.summary,
+            "usage": _usage(self.usage),
         }
 
 
@@ -197,5 +247,7 @@ Event = (
     | TurnEnd
     | Diagnostic
     | ErrorEvent
+    | UserMessageDelivered
+    | Compacted
     | RunEnd
 )

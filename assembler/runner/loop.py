@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from assembler.errors import ProviderError, RenderError
+from assembler.errors import ContextOverflowError, ProviderError, RenderError
 from assembler.messages import (
     AssistantMessage,
     Message,
@@ -31,7 +32,15 @@ from assembler.messages import (
     UserMessage,
 )
 from assembler.providers.base import ModelProvider
+from assembler.runner.compaction import (
+    DEFAULT_KEEP_TOKENS,
+    plan_compaction,
+    summarise,
+    summary_message,
+)
 from assembler.runner.events import (
+    Compacted,
+    Diagnostic,
     ErrorEvent,
     Event,
     RunEnd,
@@ -43,6 +52,7 @@ from assembler.runner.events import (
     TurnEnd,
     TurnStart,
     UsageEvent,
+    UserMessageDelivered,
 )
 from assembler.runner.hooks import NoHooks, RunnerHooks, ToolCallRecord
 from assembler.tools.base import ToolContext, ToolResult
@@ -50,6 +60,7 @@ from assembler.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
+DEFAULT_COMPACT_RESERVE = 16_384
 
 TraceSink = Callable[[ToolCallRecord], None]
 
@@ -80,11 +91,26 @@ class RunParts:
     trace: TraceSink | None = None
 
 
+class RunRecorder(Protocol):
+    """Told of every change to the conversation as it happens, before anything else
+    runs: a session file records an assistant message with its tool calls before the
+    tools execute, so a run killed mid-tool leaves a transcript that says so."""
+
+    def message(self, message: Message, usage: Usage | None) -> None: ...
+
+    def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None: ...
+
+
+SKIPPED_FOR_STEER = "skipped: the user sent a new instruction before this tool started"
+
+
 class AgentRunner:
     """Runs prompts against a model with the tools of a registry.
 
     `messages` is the conversation so far; `run()` appends to it as it goes, so a
-    second prompt continues the same conversation.
+    second prompt continues the same conversation. While a run works, `steer()`
+    queues a message for the next boundary (after the running tools, before the
+    next request) and `follow_up()` one for when the run would end.
     """
 
     def __init__(
@@ -97,6 +123,10 @@ class AgentRunner:
         model_name: str = "",
         max_turns: int = DEFAULT_MAX_TURNS,
         max_consecutive_blocks: int = DEFAULT_MAX_CONSECUTIVE_BLOCKS,
+        recorder: RunRecorder | None = None,
+        context_window: int | None = None,
+        compact_reserve: int = DEFAULT_COMPACT_RESERVE,
+        keep_tokens: int = DEFAULT_KEEP_TOKENS,
     ) -> None:
         self.provider = provider
         self.parts = parts
@@ -105,10 +135,19 @@ class AgentRunner:
         self.model_name = model_name or provider.name
         self.max_turns = max_turns
         self.max_consecutive_blocks = max_consecutive_blocks
+        self.recorder = recorder
+        self.context_window = context_window
+        self.compact_reserve = compact_reserve
+        self.keep_tokens = keep_tokens
         self.messages: list[Message] = []
         self.usage = Usage()
+        self.context_tokens = 0
+        """Input tokens of the latest response: how full the context window is."""
         self.label = provider.name
         self.endpoint = ""
+        self.running = False
+        self._steers: deque[str] = deque()
+        self._follow_ups: deque[str] = deque()
 
     @property
     def parts(self) -> RunnerParts:
@@ -134,13 +173,93 @@ class AgentRunner:
             raise RenderError("the system prompt provider returned an empty prompt")
         return prompt
 
+    # -- messages from the user while the agent works ---------------------------------
+
+    def steer(self, text: str) -> None:
+        """Deliver `text` after the tool calls in progress, before the next request;
+        calls of the same message that have not started are skipped. Sent while idle,
+        it follows the next prompt."""
+        self._steers.append(text)
+
+    def follow_up(self, text: str) -> None:
+        """Deliver `text` as a new user turn when the run would otherwise end."""
+        self._follow_ups.append(text)
+
+    def queued(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Steers and follow-ups not delivered yet, in order."""
+        return tuple(self._steers), tuple(self._follow_ups)
+
+    def _append(self, message: Message, usage: Usage | None = None) -> None:
+        self.messages.append(message)
+        if self.recorder is not None:
+            self.recorder.message(message, usage)
+
+    def _deliver(self, queue: deque[str], source: str, *, one: bool = False) -> list[Event]:
+        events: list[Event] = []
+        while queue:
+            text = queue.popleft()
+            self._append(UserMessage(text))
+            events.append(UserMessageDelivered(source, text))
+            if one:
+                break
+        return events
+
+    # -- compaction -------------------------------------------------------------------
+
+    def needs_compaction(self) -> bool:
+        """Reported usage has passed `context_window - compact_reserve`."""
+        if not self.context_window:
+            return False
+        return self.context_tokens > self.context_window - self.compact_reserve
+
+    async def compact(
+        self, instructions: str | None = None, *, reason: str = "manual"
+    ) -> Compacted | None:
+        """Summarise the history before the recent tail with the model; None when
+        nothing is older than the last user turn. The system prompt is not part of it."""
+        plan = plan_compaction(self.messages, keep_tokens=self.keep_tokens)
+        if plan is None:
+            return None
+        older = self.messages[: plan.cut]
+        budget = None
+        if self.context_window:
+            budget = max(16_000, (self.context_window - self.compact_reserve) * 3)
+        summary = await summarise(
+            self.provider,
+            self.model_name,
+            older,
+            instructions=instructions,
+            settings=replace(self.settings, tool_choice=None),
+            max_chars=budget,
+        )
+        tokens_before = self.context_tokens or plan.tokens_before
+        kept = self.messages[plan.cut :]
+        self.messages[:] = [summary_message(summary.text), *kept]
+        self.context_tokens = 0
+        self.usage = self.usage + summary.usage
+        if self.recorder is not None:
+            self.recorder.compaction(summary.text, plan.cut, tokens_before, reason)
+        return Compacted(reason, tokens_before, len(older), len(kept), summary.text, summary.usage)
+
+    # -- the run ------------------------------------------------------------------------
+
     async def run(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
         """Run one prompt to the end, yielding events; the last is always `RunEnd`
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
+        self.running = True
+        try:
+            async for event in self._run(prompt, limit):
+                yield event
+        finally:
+            self.running = False
+
+    async def _run(self, prompt: str, limit: int) -> AsyncIterator[Event]:
         yield RunStart(prompt, self.label, self.endpoint)
         await self.parts.hooks.on_run_start(prompt)
-        self.messages.append(UserMessage(prompt))
+        self._append(UserMessage(prompt))
+        for event in self._deliver(self._steers, "steer"):
+            yield event
         consecutive_blocks = 0
         turn = 0
         final_text = ""
@@ -151,28 +270,64 @@ class AgentRunner:
                 turn += 1
                 yield TurnStart(turn)
                 await self.parts.hooks.on_turn_start(turn)
+                if self.needs_compaction():
+                    try:
+                        compacted = await self.compact(reason="threshold")
+                    except ProviderError as e:
+                        yield Diagnostic(f"automatic compaction failed: {e}", "warning")
+                    else:
+                        if compacted is not None:
+                            yield compacted
                 done: ResponseDone | None = None
-                try:
-                    async for event in self._request():
-                        if isinstance(event, TextDelta):
-                            yield TextDeltaEvent(event.text)
-                        else:
-                            done = event
-                except ProviderError as e:
+                failure: ProviderError | None = None
+                for attempt in (1, 2):
+                    try:
+                        async for piece in self._request():
+                            if isinstance(piece, TextDelta):
+                                yield TextDeltaEvent(piece.text)
+                            else:
+                                done = piece
+                        failure = None
+                        break
+                    except ContextOverflowError as e:
+                        failure = e
+                        if attempt == 2:
+                            break
+                        # Too long for the model: compact once, then retry the request.
+                        try:
+                            compacted = await self.compact(reason="overflow")
+                        except ProviderError as summary_failure:
+                            failure = ProviderError(f"{e}; compacting failed: {summary_failure}")
+                            break
+                        if compacted is None:
+                            break
+                        yield compacted
+                    except ProviderError as e:
+                        failure = e
+                        break
+                if failure is not None:
                     # The model endpoint failed (after the SDK's own retries): the run
                     # ends, the conversation stays valid, the next prompt may succeed.
-                    yield ErrorEvent(str(e), type(e).__name__)
-                    reason, note = "error", str(e)
+                    yield ErrorEvent(str(failure), type(failure).__name__)
+                    reason, note = "error", str(failure)
                     break
                 assert done is not None  # _request always ends with ResponseDone
                 message = done.message
-                self.messages.append(message)
+                self._append(message, done.usage)
                 self.usage = self.usage + done.usage
+                self.context_tokens = done.usage.input_tokens
                 yield UsageEvent(done.usage, self.usage)
                 final_text = message.text or final_text
                 if not message.tool_calls:
                     await self.parts.hooks.on_turn_end(turn, message)
                     yield TurnEnd(turn, message, done.stop_reason)
+                    pending = self._deliver(self._steers, "steer") or self._deliver(
+                        self._follow_ups, "follow_up", one=True
+                    )
+                    if pending:
+                        for event in pending:
+                            yield event
+                        continue
                     reason, note = "completed", ""
                     break
                 for call in message.tool_calls:
@@ -184,7 +339,7 @@ class AgentRunner:
                         yield ToolCallBlocked(
                             record.call, record.decision.reason, record.decision.blocked_by
                         )
-                    else:
+                    elif record.executed:
                         consecutive_blocks = 0
                     final = record.final or ToolResult("", is_error=True)
                     yield ToolCallResult(
@@ -192,6 +347,8 @@ class AgentRunner:
                     )
                 await self.parts.hooks.on_turn_end(turn, message)
                 yield TurnEnd(turn, message, done.stop_reason)
+                for event in self._deliver(self._steers, "steer"):
+                    yield event
                 if consecutive_blocks >= self.max_consecutive_blocks:
                     reason = "blocked"
                     note = (
@@ -253,7 +410,7 @@ class AgentRunner:
         for record in records:
             final = record.final or ToolResult("the call did not finish", is_error=True)
             record.final = final
-            self.messages.append(
+            self._append(
                 ToolResultMessage(record.call.id, record.call.name, final.content, final.is_error)
             )
             if self.parts.trace is not None:
@@ -262,6 +419,9 @@ class AgentRunner:
     async def _execute(self, record: ToolCallRecord) -> ToolCallRecord:
         call = record.call
         started = time.perf_counter()
+        if self._steers:
+            record.final = ToolResult(SKIPPED_FOR_STEER, is_error=True)
+            return record
         if call.arguments is None:
             record.final = ToolResult(
                 f"tool `{call.name}` was not run: its arguments are not a JSON object "

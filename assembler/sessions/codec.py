@@ -117,9 +117,17 @@ def tool_call_from_dict(data: Any) -> ToolCall:
     )
 
 
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
 def usage_to_dict(usage: Usage) -> dict[str, int]:
-    """Token counts of one response, as stored next to the assistant message."""
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    """Token counts of one response, as stored next to the assistant message (and in
+    events); cache counts only when there are some."""
+    data = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        data["cache_read_tokens"] = usage.cache_read_tokens
+        data["cache_write_tokens"] = usage.cache_write_tokens
+    return data
 
 
 def usage_from_dict(data: Any) -> Usage:
@@ -127,12 +135,12 @@ def usage_from_dict(data: Any) -> Usage:
     if not isinstance(data, Mapping):
         raise SessionError(f"a usage record must be a JSON object, not {json_type_name(data)}")
     counts: list[int] = []
-    for key in ("input_tokens", "output_tokens"):
+    for key in USAGE_KEYS:
         value = data.get(key, 0)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise SessionError(f"usage: {key!r} must be a non-negative integer, not {value!r}")
         counts.append(value)
-    return Usage(input_tokens=counts[0], output_tokens=counts[1])
+    return Usage(*counts)
 
 
 _MISSING: Any = object()

@@ -16,23 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assembler.errors import SessionError
-from assembler.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from assembler.messages import AssistantMessage, Message, ToolResultMessage
+from assembler.runner.compaction import summary_message
 from assembler.sessions.codec import message_from_dict
 from assembler.sessions.records import Entry
 
 INTERRUPTED = "interrupted: the run stopped before this tool finished"
 """The result a resumed session gives a tool call whose result was never recorded."""
-
-SUMMARY_OPEN = "<conversation_summary>"
-SUMMARY_CLOSE = "</conversation_summary>"
-
-
-def summary_message(summary: str) -> UserMessage:
-    """The message that stands for the compacted part of a conversation."""
-    return UserMessage(
-        "The earlier part of this conversation was summarised to fit the context window:\n"
-        f"{SUMMARY_OPEN}\n{summary.strip()}\n{SUMMARY_CLOSE}"
-    )
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from assembler.messages import (
     Usage,
     UserMessage,
 )
-from assembler.sessions.context import INTERRUPTED, summary_message
+from assembler.runner.compaction import summary_message
+from assembler.sessions.context import INTERRUPTED
 from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import ENTRY_KEYS, Entry
 from assembler.sessions.store import Session, SessionStore

@@ -1,0 +1,97 @@
+"""An agent's conversation and its session file, kept in step.
+
+The runner tells a `SessionRecorder` of every message as it joins the conversation
+(an assistant message with its tool calls before the tools run) and of every
+compaction; the recorder appends one session entry each and remembers which entry
+each message came from, so a compaction can name the first entry it keeps and a fork
+can start from any message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assembler.errors import SessionError
+from assembler.manifest.model import Manifest
+from assembler.messages import Message, Usage
+from assembler.sessions.paths import default_session_dir
+from assembler.sessions.records import SessionInfo
+from assembler.sessions.store import Session, SessionStore
+
+
+class SessionRecorder:
+    """`RunRecorder` writing to a session file."""
+
+    def __init__(self, session: Session, entry_ids: Sequence[str] = ()) -> None:
+        self.session = session
+        self.entry_ids: list[str] = list(entry_ids)
+        """The entry of each message in `runner.messages`, in order ("" if none)."""
+
+    def message(self, message: Message, usage: Usage | None) -> None:
+        entry = self.session.append_message(message, usage=usage)
+        self.entry_ids.append(entry.id)
+
+    def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None:
+        kept = self.entry_ids[cut:]
+        first_kept = next((entry for entry in kept if entry), None)
+        entry = self.session.append_compaction(
+            summary, first_kept, tokens_before=tokens_before, reason=reason
+        )
+        self.entry_ids = [entry.id, *kept]
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A session opened to continue: its conversation and the entry of each message."""
+
+    session: Session
+    messages: tuple[Message, ...]
+    entry_ids: tuple[str, ...]
+
+
+def session_store(manifest: Manifest, session_dir: Path | None) -> SessionStore:
+    return SessionStore(session_dir or default_session_dir(manifest.name))
+
+
+def restore(session: Session, leaf: str | None = None) -> Restored:
+    """The conversation `session` continues with (from `leaf`, default its last entry).
+
+    Tool calls left without a result (the run was killed mid-tool) get an
+    "interrupted" error result; when they are at the end of the branch (the usual
+    crash), the results are also appended to the file, so it is valid as it stands.
+    """
+    if leaf is not None:
+        session.leaf = leaf
+    context = session.context()
+    messages = list(context.messages)
+    ids = list(context.entry_ids)
+    if context.repaired and ids and ids[-1] == "":
+        first = ids.index("")
+        if all(entry == "" for entry in ids[first:]):
+            for index in range(first, len(messages)):
+                ids[index] = session.append_message(messages[index]).id
+    return Restored(session, tuple(messages), tuple(ids))
+
+
+def open_session(store: SessionStore, manifest: Manifest, reference: str | Path) -> Session:
+    """A session by id, id prefix or path; one of another agent is refused, since its
+    tools and prompt are not this agent's."""
+    session = store.open(reference)
+    agent = session.header.get("agent")
+    if agent and agent != manifest.name:
+        raise SessionError(
+            f"session {session.id} belongs to agent `{agent}`, not `{manifest.name}`"
+        )
+    return session
+
+
+def latest_session(store: SessionStore, manifest: Manifest) -> SessionInfo | None:
+    """The most recently written session of this agent in this workspace
+    (`assemble run --continue`)."""
+    workspace = str(manifest.workspace.resolve())
+    for info in store.list():
+        if info.agent == manifest.name and info.header.get("workspace") in (workspace, None):
+            return info
+    return None
