@@ -36,6 +36,7 @@ from assembler.manifest.model import Manifest
 from assembler.providers.base import ModelProvider
 from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader
+from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
@@ -94,6 +95,7 @@ def build_agent(
 
     # 4. the runner
     limits = manifest.limits
+    window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
         provider=model_provider,
         parts=parts,
@@ -108,8 +110,9 @@ def build_agent(
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
-        context_window=limits.context_window or _known_window(choice),
+        context_window=window,
         compact_reserve=limits.compact_reserve,
+        keep_tokens=min(DEFAULT_KEEP_TOKENS, window // 4) if window else DEFAULT_KEEP_TOKENS,
     )
     if choice is not None:
         runner.endpoint = shown_endpoint(choice, environment)

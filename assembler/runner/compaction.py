@@ -90,17 +90,18 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
 def plan_compaction(
     messages: Sequence[Message], *, keep_tokens: int = DEFAULT_KEEP_TOKENS
 ) -> CompactionPlan | None:
-    """Where to cut, or None when there is nothing older than the last user turn."""
+    """Where to cut, or None when there is nothing older than the last user turn.
+
+    Earlier turns stay verbatim while the tail fits in `keep_tokens`; when the whole
+    history fits, only the last turn is kept (compacting must shorten something)."""
     starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
-    if not starts:
+    if not starts or starts[-1] == 0:
         return None
     cut = starts[-1]
     for start in reversed(starts[:-1]):
-        if estimate_tokens(messages[start:]) > keep_tokens:
+        if start == 0 or estimate_tokens(messages[start:]) > keep_tokens:
             break
         cut = start
-    if cut == 0:
-        return None
     return CompactionPlan(cut, estimate_tokens(messages))
 
 

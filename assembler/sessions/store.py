@@ -274,6 +274,14 @@ class Session:
         )
 
 
+TRACE_SUFFIX: Final = ".trace.jsonl"
+
+
+def is_session_file(name: str) -> bool:
+    """A session file's name, not the audit trace written beside it."""
+    return name.endswith(SUFFIX) and not name.endswith(TRACE_SUFFIX)
+
+
 class SessionStore:
     """The session files of one directory (usually one agent's)."""
 
@@ -310,6 +318,8 @@ class SessionStore:
             return []
         infos: builtins.list[SessionInfo] = []
         for path in self.directory.glob(f"*{SUFFIX}"):
+            if not is_session_file(path.name):
+                continue
             info = read_info(path)
             if info is not None:
                 infos.append(info)
@@ -373,7 +383,7 @@ class SessionStore:
             names = sorted(p.name for p in self.directory.iterdir())
         except OSError:
             names = []
-        matches = [n for n in names if n.endswith(SUFFIX) and given and n.startswith(given)]
+        matches = [n for n in names if is_session_file(n) and given and n.startswith(given)]
         if len(matches) == 1:
             return self.directory / matches[0]
         if not matches:
