@@ -133,7 +133,10 @@ class Agent:
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
                 self._record_messages()
-                for issue in self.assembly.poll():
+                for issue in (
+                    *self.assembly.poll(),
+                    *self.parts.extension_hooks.take_diagnostics(),
+                ):
                     yield Diagnostic(issue.message, issue.severity)
             if isinstance(event, RunEnd) and self.session is not None:
                 self.session.append("event", {"event": event.to_dict()})
