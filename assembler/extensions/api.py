@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from assembler.errors import ExtensionError
-from assembler.frozen import freeze_mapping
+from assembler.frozen import FrozenDict, freeze_mapping
 from assembler.messages import Message, ToolCall
 from assembler.tools.base import Tool, ToolResult
 
@@ -31,7 +31,7 @@ EVENTS = (
 )
 
 Handler = Callable[[Any], Any | Awaitable[Any]]
-_NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
+_NO_ARGUMENTS: Mapping[str, Any] = FrozenDict()
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,9 @@ class ResultPatch:
 
 
 def _read_only_call(call: ToolCall) -> ToolCall:
-    """The call with read-only arguments, all the way down (`assembler.frozen`)."""
-    if call.arguments is None or isinstance(call.arguments, MappingProxyType):
+    """The call with a read-only copy of its arguments, all the way down
+    (`assembler.frozen`)."""
+    if call.arguments is None or isinstance(call.arguments, FrozenDict):
         return call  # nothing to change, or already a view made here
     return replace(call, arguments=freeze_mapping(call.arguments))
 
@@ -63,9 +64,10 @@ def _read_only_call(call: ToolCall) -> ToolCall:
 class ToolCallEvent:
     """Before a tool runs: the model's proposal, read-only all the way down.
 
-    `call.arguments` (and `arguments`) are views: changing them raises, so a handler
-    cannot redirect the call it judges, nor change what the audit trace says the
-    model proposed. A guard that wants other arguments blocks and says which."""
+    `call.arguments` (and `arguments`) are a read-only copy (dicts and lists that
+    raise on any change): a handler cannot redirect the call it judges, nor change
+    what the audit trace says the model proposed. A guard that wants other arguments
+    blocks and says which."""
 
     call: ToolCall
     tool_source: str
@@ -88,8 +90,8 @@ class ToolResultEvent:
     """After a tool ran: the result so far (earlier handlers' patches applied).
 
     Read-only like `ToolCallEvent`: the call's arguments and the result's `details`
-    are views, so the trace's record of what ran cannot be changed in place; return
-    a `ResultPatch` to change what the model sees."""
+    are read-only copies, so the trace's record of what ran cannot be changed in
+    place; return a `ResultPatch` to change what the model sees."""
 
     call: ToolCall
     result: ToolResult
@@ -97,7 +99,7 @@ class ToolResultEvent:
     def __post_init__(self) -> None:
         object.__setattr__(self, "call", _read_only_call(self.call))
         details = self.result.details
-        if not isinstance(details, MappingProxyType):
+        if not isinstance(details, FrozenDict):
             view = replace(self.result, details=freeze_mapping(details))
             object.__setattr__(self, "result", view)
 

@@ -164,3 +164,32 @@ def setup(api, options):
     assert failure is None
     (record,) = trace_records(sessions)
     assert record["proposed"]["arguments"] == {"items": ["a", "b"]}
+
+
+def test_guards_written_for_json_data_still_work_on_the_read_only_copy(tmp_path: Path) -> None:
+    """The read-only copy is still a dict of lists: a guard that checks types or logs
+    the arguments as JSON keeps working, so no guard silently stops guarding."""
+    source = """
+import json
+from pathlib import Path
+from assembler.extensions import Block
+
+def setup(api, options):
+    @api.on("tool_call")
+    def paths_guard(event):
+        Path(__file__).with_name("seen.json").write_text(json.dumps(event.call.arguments))
+        paths = event.arguments.get("paths")
+        if isinstance(event.arguments, dict) and isinstance(paths, list):
+            if any(p.startswith("secret") for p in paths):
+                return Block("secret files are off limits")
+        return None
+"""
+    manifest = project(tmp_path, {"stamp": STAMP_TOOL, "paths": source}, tools="[read]")
+    model = ScriptedModel([tool_call("stamp", paths=["ok.txt", "secret.txt"]), text("ok")])
+    events, _, failure = run_bounded(manifest, model)
+    assert failure is None
+    blocked = next(e for e in events if isinstance(e, ToolCallBlocked))
+    assert blocked.reason == "secret files are off limits"
+    assert not (tmp_path / "ws" / "ok.txt").exists()
+    seen = json.loads((tmp_path / "ext" / "seen.json").read_text())
+    assert seen == {"paths": ["ok.txt", "secret.txt"]}
