@@ -29,6 +29,7 @@ import inspect
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -258,8 +259,12 @@ class HandlerCaller:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[str, int, Any]] = loop.create_future()
         job = _Job(batch, chain, loop, future)
-        worker = self._worker or _Worker()
-        self._worker = worker
+        worker = self._worker
+        if worker is None:
+            worker = self._worker = _Worker()
+            # hooks replaced by `agent.reload()` are dropped, not closed: their idle
+            # worker thread ends when they are collected
+            weakref.finalize(self, worker.retire)
         worker.jobs.put(job)
         timer = loop.call_later(self.timeout, self._check, job)
         try:

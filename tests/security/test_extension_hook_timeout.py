@@ -239,3 +239,39 @@ def setup(api, options):
     reasons = [e.reason for e in events if isinstance(e, ToolCallBlocked)]
     assert reasons[0] == "decided later"
     assert "timed out after 0.3 s" in reasons[1]
+
+
+def test_reloading_leaves_no_idle_worker_threads(tmp_path: Path) -> None:
+    import asyncio
+    import gc
+    import threading
+
+    from assembler.build import build_agent
+    from assembler.manifest.loader import load_manifest
+
+    source = "def setup(api, options):\n    api.on('turn_start', lambda event: None)\n"
+    manifest = project(tmp_path, {"plain": source})
+    model = ScriptedModel([text("ok")] * 6)
+    agent = build_agent(load_manifest(manifest), provider=model, trust=True, record_session=False)
+
+    def workers() -> int:
+        gc.collect()
+        return sum(t.name == "assemble-extension-handlers" for t in threading.enumerate())
+
+    async def go() -> list[int]:
+        counts = []
+        async with agent:
+            for _ in range(6):
+                await agent.prompt("hi")
+                counts.append(workers())
+                agent.reload()
+        return counts
+
+    before = workers()
+    counts = asyncio.run(go())
+    assert max(counts) - before <= 2  # the live worker, and one that is ending
+    for _ in range(100):  # a guard: the retired workers end within about a second
+        if workers() == before:
+            break
+        threading.Event().wait(0.01)
+    assert workers() == before
