@@ -26,7 +26,8 @@ stops, any other request read after `shutdown` is answered with an error of type
 `shutdown` without an answer: the requests before it are still served. A request that fails is answered
 with its error: the class name of an `AssemblerError`, `InvalidParams`,
 `MethodNotFound`, or `InternalError` for anything unexpected (its traceback goes to
-stderr). The agent is the one `build_agent` made, exactly as for the CLI and the SDK.
+stderr). A line longer than `MAX_LINE_BYTES` (16 MiB) is discarded and answered with
+`id` null and an error of type `LineTooLong`. The agent is the one `build_agent` made, exactly as for the CLI and the SDK.
 """
 
 from __future__ import annotations
@@ -48,6 +49,21 @@ from assembler.text import json_type_name, one_line
 
 Write = Callable[[dict[str, Any]], None]
 Line = str | bytes
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest request line accepted, in bytes, not counting the newline. A prompt
+that long is millions of tokens, beyond any model's context; a longer line is
+answered with a `LineTooLong` error and discarded, and the server goes on."""
+
+
+@dataclass(frozen=True)
+class OverlongLine:
+    """Delivered instead of a line longer than `MAX_LINE_BYTES`: its bytes were
+    dropped as they arrived, so it costs no memory, and it is answered with an error."""
+
+
+Input = Line | OverlongLine | None
+"""What the reader delivers: a line, a line that was too long, or None at the end."""
 
 
 class RpcError(Exception):
@@ -91,13 +107,21 @@ class RpcServer:
 
     # -- reading -----------------------------------------------------------------
 
-    def receive(self, line: Line | None) -> None:
+    def receive(self, line: Input) -> None:
         """Take one line of input as soon as it is read: answer `cancel` at once,
         queue anything else for `run`."""
         if self.stopped or self.closed:
             return
         if line is None:
             self.queue.put_nowait(None)
+            return
+        if isinstance(line, OverlongLine):
+            limit = f"{MAX_LINE_BYTES // (1024 * 1024)} MiB ({MAX_LINE_BYTES} bytes)"
+            self._error(
+                None,
+                "LineTooLong",
+                f"a request line may hold at most {limit}; a longer one was discarded",
+            )
             return
         if not line.strip():
             return
@@ -305,13 +329,17 @@ class RpcServer:
 
 
 def _read_lines(
-    source: TextIO, loop: asyncio.AbstractEventLoop, deliver: Callable[[Line | None], None]
+    source: TextIO, loop: asyncio.AbstractEventLoop, deliver: Callable[[Input], None]
 ) -> None:
     """Read `source` in a daemon thread, handing each line to `deliver` on `loop`
     and None at the end. The thread reads the file descriptor itself (no buffered
-    reader's lock held while it waits), so exiting while it blocks is safe."""
+    reader's lock held while it waits), so exiting while it blocks is safe.
 
-    def post(line: Line | None) -> bool:
+    Time and memory are linear in the input: each chunk is searched for newlines
+    once and each byte copied once. A line over `MAX_LINE_BYTES` becomes one
+    `OverlongLine` as soon as it crosses the limit, and the rest of it is skipped."""
+
+    def post(line: Input) -> bool:
         try:
             loop.call_soon_threadsafe(deliver, line)
         except RuntimeError:  # the loop is closed: the server is gone
@@ -319,7 +347,9 @@ def _read_lines(
         return True
 
     def from_fd(fd: int) -> None:
-        pending = b""
+        parts: list[bytes] = []  # the line so far, joined once when it ends
+        size = 0
+        skipping = False  # inside a line that was too long
         while True:
             try:
                 chunk = os.read(fd, 65536)
@@ -329,16 +359,39 @@ def _read_lines(
                 chunk = b""
             if not chunk:
                 break
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                if not post(line):
+            start = 0
+            while True:
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if not skipping and size + len(piece) > MAX_LINE_BYTES:
+                    skipping = True
+                    parts, size = [], 0
+                    if not post(OverlongLine()):
+                        return
+                elif not skipping and piece:
+                    parts.append(piece)
+                    size += len(piece)
+                if end < 0:
+                    break
+                if not skipping and not post(b"".join(parts)):
                     return
-        if pending:
-            post(pending)
+                parts, size, skipping = [], 0, False
+                start = end + 1
+        if parts:
+            post(b"".join(parts))
         post(None)
 
     def from_text() -> None:
-        for line in iter(source.readline, ""):
+        skipping = False
+        while text := source.readline(MAX_LINE_BYTES + 1):
+            complete = text.endswith("\n")
+            if skipping:  # the rest of a line already refused
+                skipping = not complete
+                continue
+            line: Input = text
+            if len(text.rstrip("\n").encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+                skipping = not complete
+                line = OverlongLine()
             if not post(line):
                 return
         post(None)

@@ -149,7 +149,10 @@ class Agent:
         start_usage = self.runner.usage
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
-                for issue in self.assembly.poll():
+                for issue in (
+                    *self.assembly.poll(),
+                    *self.parts.extension_hooks.take_diagnostics(),
+                ):
                     yield Diagnostic(issue.message, issue.severity)
             if isinstance(event, RunEnd):
                 end = replace(

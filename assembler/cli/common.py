@@ -13,6 +13,7 @@ import click
 from assembler.errors import Issue
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
+from assembler.text import terminal_safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,7 +96,7 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
     if report.has_errors or report.manifest is None:
         raise ManifestError(report.issues)
     for issue in report.issues:
-        click.echo(issue.format(), err=True)
+        click.echo(terminal_safe(issue.format()), err=True)
     return Loaded(report.manifest, report.issues)
 
 
@@ -103,9 +104,11 @@ def ask_trust(directory: Path, code: list[str]) -> bool:
     """Ask on the terminal whether to trust `directory`; remember a yes."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return False
-    click.echo(f"This agent would run code from {directory}:", err=True)
+    # what the question lists comes from the manifest: shown, never obeyed, so an
+    # escape sequence cannot hide a command from the person asked
+    click.echo(terminal_safe(f"This agent would run code from {directory}:"), err=True)
     for item in code:
-        click.echo(f"  - {item}", err=True)
+        click.echo(terminal_safe(f"  - {item}"), err=True)
     if not click.confirm(
         "Trust this directory (remembered in your config)?", default=False, err=True
     ):

@@ -1,13 +1,19 @@
-"""How a run looks on a terminal: streamed text on stdout, tool activity on stderr.
+"""How output looks on a terminal: a run's streamed text on stdout and its tool
+activity on stderr; and `for_stdout`, for commands whose output is exact data when
+piped (`render`, `memory show`).
 
 Tool calls and results are shown compactly (one line each, arguments clipped), so
 the answer stays readable while the work stays visible. `--json` bypasses all of
 this and prints the event stream as JSON lines.
+
+Everything shown comes from a model, a tool or an extension, so every line goes
+through `terminal_safe`: an escape sequence in a reply is shown, never obeyed.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
@@ -24,7 +30,16 @@ from assembler.runner.events import (
     TurnEnd,
     TurnStart,
 )
-from assembler.text import one_line
+from assembler.text import one_line, terminal_safe, terminal_safe_json
+
+
+def for_stdout(text: str, *, json_text: bool = False) -> str:
+    """`text` as it should go to stdout: unchanged when stdout is a file or a pipe
+    (a prompt snapshot, a record, byte for byte), escaped when it is a terminal,
+    which would act on control characters (JSON the JSON way, `json_text`)."""
+    if not sys.stdout.isatty():
+        return text
+    return terminal_safe_json(text) if json_text else terminal_safe(text)
 
 
 def _arguments(arguments: Any) -> str:
@@ -57,7 +72,10 @@ class EventPrinter:
 
     def _err(self, text: str, fg: str | None = None, *, dim: bool = False) -> None:
         self._end_line()
-        click.secho(text, err=True, fg=fg, dim=dim, color=self.color)
+        click.secho(terminal_safe(text), err=True, fg=fg, dim=dim, color=self.color)
+
+    def _out(self, text: str, *, nl: bool = True) -> None:
+        click.echo(terminal_safe(text), nl=nl)
 
     def _end_line(self) -> None:
         if self.mid_line:
@@ -69,7 +87,7 @@ class EventPrinter:
             if self.answer_only:
                 self.pending.append(event.text)
                 return
-            click.echo(event.text, nl=False)
+            self._out(event.text, nl=False)
             self.mid_line = not event.text.endswith("\n")
         elif isinstance(event, TurnStart) and event.turn > 1:
             self._end_line()
@@ -77,7 +95,7 @@ class EventPrinter:
             answer = "".join(self.pending)
             self.pending.clear()
             if answer:
-                click.echo(answer, nl=not answer.endswith("\n"))
+                self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, ToolCallProposed):
             self._flush_narration()
             self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from assembler.errors import AssemblerError, ManifestError
+from assembler.text import terminal_safe
 from assembler.version import __version__
 
 _COMMANDS = {
@@ -74,14 +75,15 @@ def cli() -> None:
 
 
 def report_error(error: AssemblerError) -> None:
-    """Print an error the way every command does: one message, no traceback."""
+    """Print an error the way every command does: one message, no traceback. Messages
+    may quote a manifest, a model or a tool, so they are made terminal-safe."""
     if isinstance(error, ManifestError):
         for issue in error.issues:
-            click.echo(issue.format(), err=True)
+            click.echo(terminal_safe(issue.format()), err=True)
         count = len(error.errors)
         click.echo(f"{count} error(s); nothing was run", err=True)
         return
-    click.echo(f"error: {error}", err=True)
+    click.echo(terminal_safe(f"error: {error}"), err=True)
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -108,8 +110,8 @@ def main(argv: list[str] | None = None) -> Any:
         if os.environ.get("ASSEMBLER_DEBUG"):
             raise
         click.echo(
-            f"internal error: {type(e).__name__}: {e}\n"
-            "This is a bug in agent-assembler; run again with ASSEMBLER_DEBUG=1 to see "
+            terminal_safe(f"internal error: {type(e).__name__}: {e}\n")
+            + "This is a bug in agent-assembler; run again with ASSEMBLER_DEBUG=1 to see "
             "the traceback, and please report it.",
             err=True,
         )

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 import click
 
 from assembler.cli.common import ask_trust, load
+from assembler.cli.display import for_stdout
 from assembler.errors import MemoryStoreError
 from assembler.resources.loader import LoaderFlags
+from assembler.text import terminal_safe
 
 if TYPE_CHECKING:
     from assembler.manifest.model import Manifest, MemoryPolicy
@@ -52,26 +54,27 @@ def list_(manifest: Path) -> None:
     """List the records: name, type and description."""
     _, store = _open(manifest, read_only=True)
     for note in store.diagnostics:
-        click.echo(f"warning: {note}", err=True)
+        click.echo(terminal_safe(f"warning: {note}"), err=True)
     entries = store.catalog()
     if not entries:
-        click.echo(f"no memories in {store.path}")
-    for entry in entries:
-        click.echo(f"{entry.name}\t{entry.type}\t{entry.description}")
+        click.echo(terminal_safe(f"no memories in {store.path}"))
+    for entry in entries:  # records may be written by a model, or committed by anyone
+        click.echo(terminal_safe(f"{entry.name}\t{entry.type}\t{entry.description}"))
 
 
 @memory.command()
 @MANIFEST
 @click.argument("name")
 def show(manifest: Path, name: str) -> None:
-    """Print one record as it is stored."""
+    """Print one record as it is stored (control characters shown escaped on a
+    terminal)."""
     from assembler.memory.records import to_markdown
 
     _, store = _open(manifest, read_only=True)
     record = store.get(name)
     if record is None:
         raise MemoryStoreError(f"no memory named `{name}` in {store.path}")
-    click.echo(to_markdown(record), nl=False)
+    click.echo(for_stdout(to_markdown(record)), nl=False)
 
 
 @memory.command()
@@ -150,7 +153,7 @@ def consolidate(manifest: Path, model: str | None, trust: bool) -> None:
         finally:
             await agent.aclose()
         for note in result.diagnostics:
-            click.echo(f"warning: {note}", err=True)
+            click.echo(terminal_safe(f"warning: {note}"), err=True)
         if not result.applied:
             raise MemoryStoreError(
                 "consolidation changed nothing: the model's answer was not usable"

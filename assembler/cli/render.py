@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assembler.cli.common import ask_trust, load_reporting, loader_flags, resource_options
+from assembler.cli.display import for_stdout
 from assembler.errors import RenderError
+from assembler.text import terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.preview import Preview
@@ -100,9 +102,9 @@ def render(
         )
     for issue in preview.diagnostics:
         if issue not in shown.issues:  # validation already printed it
-            click.echo(issue.format(), err=True)
+            click.echo(terminal_safe(issue.format()), err=True)
     for unknown in preview.unknowns:
-        click.echo(f"dry run: {unknown}", err=True)
+        click.echo(terminal_safe(f"dry run: {unknown}"), err=True)
     workspace = str(loaded.workspace.resolve())
     snapshot = write_file is not None or check_file is not None
     output = (
@@ -120,7 +122,8 @@ def render(
     elif check_file is not None:
         _check(check_file, _portable(output, workspace))
     else:
-        click.echo(output, nl=not output.endswith("\n"))
+        shown_output = for_stdout(output, json_text=output_format == "json")
+        click.echo(shown_output, nl=not output.endswith("\n"))
     if strict and preview.unknowns:
         sys.exit(1)
 
@@ -247,6 +250,6 @@ def _check(snapshot_file: Path, output: str) -> None:
         fromfile=str(snapshot_file),
         tofile="rendered now",
     )
-    sys.stdout.writelines(diff)
+    sys.stdout.write(for_stdout("".join(diff)))
     click.echo(f"{snapshot_file}: the rendered prompt drifted from the snapshot", err=True)
     sys.exit(1)

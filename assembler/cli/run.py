@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ import click
 from assembler.cli.common import agent_options, ask_trust, load, loader_flags
 from assembler.cli.main import report_error
 from assembler.errors import AssemblerError
+from assembler.text import terminal_json, terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
@@ -75,7 +75,9 @@ def _banner(agent: Agent, *, quiet: bool) -> None:
     endpoint = agent.runner.endpoint
     where = f" via {endpoint}" if endpoint else ""
     click.secho(
-        f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}",
+        terminal_safe(
+            f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}"
+        ),
         err=True,
         dim=True,
     )
@@ -91,7 +93,7 @@ async def _drive(
     reason = "error"
     async for event in agent.stream(prompt, max_turns=max_turns):
         if as_json:
-            click.echo(json.dumps(event.to_dict(), ensure_ascii=False, default=str))
+            click.echo(terminal_json(event.to_dict()))
         else:
             printer.show(event)
         if isinstance(event, RunEnd):
@@ -109,7 +111,7 @@ async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | N
 
 def _session_note(agent: Agent, quiet: bool) -> None:
     if agent.session is not None and not quiet:
-        click.secho(f"session: {agent.session.path}", err=True, dim=True)
+        click.secho(terminal_safe(f"session: {agent.session.path}"), err=True, dim=True)
 
 
 def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
@@ -182,14 +184,16 @@ def _command(loop: asyncio.Runner, command: Command, argument: str) -> None:
         return
     except Exception as e:
         click.secho(
-            f"error: /{command.name} (extension `{command.extension}`) failed: "
-            f"{type(e).__name__}: {e}",
+            terminal_safe(
+                f"error: /{command.name} (extension `{command.extension}`) failed: "
+                f"{type(e).__name__}: {e}"
+            ),
             err=True,
             fg="red",
         )
         return
     if result is not None:
-        click.echo(str(result))
+        click.echo(terminal_safe(str(result)))
 
 
 async def _await(awaitable: Any) -> Any:

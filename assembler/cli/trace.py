@@ -3,7 +3,6 @@ what the model saw (the latest run by default)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -29,16 +28,15 @@ def trace(
     most recent session (of --agent, or of any agent).
     """
     from assembler.sessions.trace import format_trace_record, read_trace
+    from assembler.text import terminal_json, terminal_safe
 
     path = _trace_path(target, agent_name, session_dir)
     records = list(read_trace(path))
-    click.secho(f"trace: {path}", err=True, dim=True)
+    click.secho(terminal_safe(f"trace: {path}"), err=True, dim=True)
     if not records:
         click.echo("no tool calls in this session")
-    for record in records:
-        click.echo(
-            json.dumps(record, ensure_ascii=False) if as_json else format_trace_record(record)
-        )
+    for record in records:  # a session holds a model's and tools' text: never raw
+        click.echo(terminal_json(record) if as_json else format_trace_record(record))
 
 
 def _trace_path(target: str | None, agent_name: str | None, session_dir: Path | None) -> Path:

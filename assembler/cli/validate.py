@@ -36,13 +36,16 @@ def validate(
     [json.path]`. Runs no project code, starts no process, opens no socket.
     Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
     """
+    from assembler.text import terminal_safe, terminal_safe_json
     from assembler.validation.report import FORMATTERS
     from assembler.validation.validator import find_manifests, validate_file
 
     files, issues = find_manifests(paths)
     for file in files:
         issues.extend(validate_file(file, skills_profile=skills_profile).issues)
-    click.echo(FORMATTERS[output_format](issues, len(files)))
+    report = FORMATTERS[output_format](issues, len(files))
+    # messages quote the manifests, which anyone may have written: never obeyed
+    click.echo(terminal_safe_json(report) if output_format == "json" else terminal_safe(report))
     failing = {"error", "warning"} if strict else {"error"}
     if any(issue.severity in failing for issue in issues):
         sys.exit(1)

@@ -10,12 +10,13 @@ changed observation).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from assembler.errors import ExtensionError
+from assembler.frozen import FrozenDict, freeze_mapping
 from assembler.messages import Message, ToolCall
 from assembler.tools.base import Tool, ToolResult
 
@@ -30,6 +31,7 @@ EVENTS = (
 )
 
 Handler = Callable[[Any], Any | Awaitable[Any]]
+_NO_ARGUMENTS: Mapping[str, Any] = FrozenDict()
 
 
 @dataclass(frozen=True)
@@ -50,13 +52,29 @@ class ResultPatch:
     usage: Mapping[str, Any] | None = None
 
 
+def _read_only_call(call: ToolCall) -> ToolCall:
+    """The call with a read-only copy of its arguments, all the way down
+    (`assembler.frozen`)."""
+    if call.arguments is None or isinstance(call.arguments, FrozenDict):
+        return call  # nothing to change, or already a view made here
+    return replace(call, arguments=freeze_mapping(call.arguments))
+
+
 @dataclass(frozen=True)
 class ToolCallEvent:
-    """Before a tool runs. `arguments` is a read-only copy of what the model sent."""
+    """Before a tool runs: the model's proposal, read-only all the way down.
+
+    `call.arguments` (and `arguments`) are a read-only copy (dicts and lists that
+    raise on any change): a handler cannot redirect the call it judges, nor change
+    what the audit trace says the model proposed. A guard that wants other arguments
+    blocks and says which."""
 
     call: ToolCall
     tool_source: str
     workspace: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "call", _read_only_call(self.call))
 
     @property
     def name(self) -> str:
@@ -64,15 +82,26 @@ class ToolCallEvent:
 
     @property
     def arguments(self) -> Mapping[str, Any]:
-        return MappingProxyType(dict(self.call.arguments or {}))
+        return self.call.arguments or _NO_ARGUMENTS
 
 
 @dataclass(frozen=True)
 class ToolResultEvent:
-    """After a tool ran: the result so far (earlier handlers' patches applied)."""
+    """After a tool ran: the result so far (earlier handlers' patches applied).
+
+    Read-only like `ToolCallEvent`: the call's arguments and the result's `details`
+    are read-only copies, so the trace's record of what ran cannot be changed in
+    place; return a `ResultPatch` to change what the model sees."""
 
     call: ToolCall
     result: ToolResult
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "call", _read_only_call(self.call))
+        details = self.result.details
+        if not isinstance(details, FrozenDict):
+            view = replace(self.result, details=freeze_mapping(details))
+            object.__setattr__(self, "result", view)
 
     @property
     def name(self) -> str:

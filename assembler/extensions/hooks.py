@@ -1,40 +1,46 @@
 """Extension handlers as runner hooks, in load order, failing safe.
 
-- `tool_call`: before execution. Returning `Block(reason)` (or a mapping with
-  `block: true`) stops the call: it never runs. A handler that raises, times out or
-  returns anything but None/Block blocks too (fail closed). The first block wins;
-  later handlers are not asked, so whatever the order, a block is a block.
+- `tool_call`: before execution. The handler gets a read-only view of the call (all
+  the way down) and answers `None` to allow, or `Block(reason)` (or the mapping
+  `{"block": True, "reason": ...}`) to block: the call then never runs. A handler
+  that raises, is late, or answers anything else (`True`, `{}`, `{"reason": ...}`)
+  blocks too, with a reason naming the extension and what it returned (fail
+  closed). The first block wins; later handlers are not asked, so whatever the
+  order, a block is a block. No handler can rewrite a call's arguments.
 - `tool_result`: after execution. Returns None or a `ResultPatch` (or mapping) with
   some of content, details, is_error, usage; fields left out keep their values;
   patches chain in load order. This changes what the model sees, never whether the
-  side effect happened. A failing handler raises `ExtensionError` naming the
+  side effect happened. A failing or late handler raises `ExtensionError` naming the
   extension: an unprocessed result is never sent silently.
 - `context`: a copy of the messages before each request (one copy for the chain, so
   the conversation itself never changes); each handler's output (a returned list, or
   the list it changed in place) is the next one's input. Failure raises
   `ExtensionError`.
+
+Every handler has `limits.hook_timeout` seconds, and a late one is abandoned
+whatever it does with cancellation (`assembler.extensions.calls`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import reprlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assembler.errors import ExtensionError
+from assembler.errors import ExtensionError, Issue
 from assembler.extensions.api import (
     Block,
-    Handler,
     ResultPatch,
     SessionEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEvent,
 )
+from assembler.extensions.calls import HandlerCaller, HandlerFailure, Subscription
 from assembler.extensions.loader import LoadedExtension
+from assembler.frozen import thaw
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
@@ -48,12 +54,8 @@ from assembler.tools.base import ToolResult
 
 _PATCH_FIELDS = ("content", "details", "is_error", "usage")
 MESSAGE_TYPES = (UserMessage, ContextMessage, AssistantMessage, ToolResultMessage)
-
-
-@dataclass(frozen=True)
-class _Subscription:
-    extension: str
-    handler: Handler
+_shown = reprlib.Repr()
+_shown.maxstring = _shown.maxother = 80
 
 
 class ExtensionHooks:
@@ -72,34 +74,32 @@ class ExtensionHooks:
         self.workspace = workspace
         self.timeout = timeout
         self.tool_sources = tool_sources or {}  # live: tools can join after the build
-        self.subscriptions: dict[str, list[_Subscription]] = {}
+        self.caller = HandlerCaller(timeout)
+        self.subscriptions: dict[str, list[Subscription]] = {}
         for extension in extensions:
             for event, handlers in extension.registrations.handlers.items():
                 self.subscriptions.setdefault(event, []).extend(
-                    _Subscription(extension.name, h) for h in handlers
+                    Subscription(extension.name, h) for h in handlers
                 )
 
-    async def _call(self, subscription: _Subscription, argument: Any) -> Any:
-        result = subscription.handler(argument)
-        if inspect.isawaitable(result):
-            async with asyncio.timeout(self.timeout):
-                result = await result
-        return result
+    def take_diagnostics(self) -> list[Issue]:
+        """Handlers abandoned since the last call, each reported once."""
+        return [Issue(severity="warning", message=m) for m in self.caller.take_diagnostics()]
+
+    def _fail(self, event: str, failure: HandlerFailure) -> ExtensionError:
+        error = ExtensionError(
+            f"extension `{failure.extension}`: {failure.describe(event, self.timeout)}"
+        )
+        error.__cause__ = failure.error
+        return error
 
     async def _notify(self, event: str, argument: Any) -> None:
-        for subscription in self.subscriptions.get(event, ()):
-            try:
-                await self._call(subscription, argument)
-            except TimeoutError as e:
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: {event} handler timed out "
-                    f"after {self.timeout:g} s"
-                ) from e
-            except Exception as e:
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: {event} handler failed: "
-                    f"{type(e).__name__}: {e}"
-                ) from e
+        subscriptions = self.subscriptions.get(event)
+        if not subscriptions:
+            return
+        failure = await self.caller.run(event, subscriptions, _Notify(argument))
+        if failure is not None:
+            raise self._fail(event, failure)
 
     async def on_run_start(self, prompt: str) -> None:
         return None
@@ -111,7 +111,11 @@ class ExtensionHooks:
         await self._notify("session_start", SessionEvent(self.agent))
 
     async def session_end(self, reason: str = "") -> None:
-        await self._notify("session_end", SessionEvent(self.agent, reason))
+        """Tell the extensions; then stop what is left of abandoned handlers."""
+        try:
+            await self._notify("session_end", SessionEvent(self.agent, reason))
+        finally:
+            await self.caller.reap()
 
     async def on_turn_start(self, turn: int) -> None:
         await self._notify("turn_start", TurnEvent(turn))
@@ -123,90 +127,133 @@ class ExtensionHooks:
         subscriptions = self.subscriptions.get("context")
         if not subscriptions:
             return messages
-        current = list(messages)  # one copy protects the history; handlers chain on it
-        for subscription in subscriptions:
-            try:
-                result = await self._call(subscription, current)
-            except TimeoutError as e:
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: context handler timed out"
-                ) from e
-            except Exception as e:
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: context handler failed: "
-                    f"{type(e).__name__}: {e}"
-                ) from e
-            if result is None:
-                continue
-            if not isinstance(result, list | tuple):
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: context handler returned "
-                    f"{type(result).__name__}; expected a list of messages or None"
-                )
-            strays = [type(m).__name__ for m in result if not isinstance(m, MESSAGE_TYPES)]
-            if strays:
-                raise ExtensionError(
-                    f"extension `{subscription.extension}`: context handler returned a list "
-                    f"holding {', '.join(sorted(set(strays)))}; every item must be a message "
-                    "(assembler.messages)"
-                )
-            current = list(result)
-        return current
+        chain = _ContextChain(list(messages))  # one copy protects the history
+        failure = await self.caller.run("context", subscriptions, chain)
+        if failure is not None:
+            raise self._fail("context", failure)
+        return chain.current
 
     async def before_tool_call(self, call: ToolCall) -> CallDecision:
+        subscriptions = self.subscriptions.get("tool_call")
+        if not subscriptions:
+            return ALLOW
         event = ToolCallEvent(call, self.tool_sources.get(call.name, ""), self.workspace)
-        for subscription in self.subscriptions.get("tool_call", ()):
-            name = subscription.extension
-            try:
-                result = await self._call(subscription, event)
-            except TimeoutError:
-                return CallDecision(
-                    True,
-                    f"tool_call handler timed out after {self.timeout:g} s (fail closed)",
-                    name,
-                )
-            except Exception as e:
-                return CallDecision(
-                    True, f"tool_call handler failed: {type(e).__name__}: {e} (fail closed)", name
-                )
-            decision = _decision(result, name)
-            if decision.blocked:
-                return decision
-        return ALLOW
+        chain = _ToolCallChain(event)
+        failure = await self.caller.run("tool_call", subscriptions, chain)
+        if failure is not None:
+            reason = failure.describe("tool_call", self.timeout)
+            return CallDecision(True, f"{reason} (fail closed)", failure.extension)
+        return chain.decision
 
     async def after_tool_result(self, call: ToolCall, result: ToolResult) -> ResultOutcome:
-        rewritten: list[str] = []
-        for subscription in self.subscriptions.get("tool_result", ()):
-            name = subscription.extension
-            try:
-                patch = await self._call(subscription, ToolResultEvent(call, result))
-            except TimeoutError as e:
-                raise ExtensionError(f"extension `{name}`: tool_result handler timed out") from e
-            except Exception as e:
-                raise ExtensionError(
-                    f"extension `{name}`: tool_result handler failed: {type(e).__name__}: {e}"
-                ) from e
-            if patch is None:
-                continue
-            patched = _apply_patch(result, patch, name)
-            if patched != result:
-                rewritten.append(name)
-            result = patched
-        return ResultOutcome(result, tuple(rewritten))
+        subscriptions = self.subscriptions.get("tool_result")
+        if not subscriptions:
+            return ResultOutcome(result)
+        chain = _ResultChain(ToolResultEvent(call, result).call, result)
+        failure = await self.caller.run("tool_result", subscriptions, chain)
+        if failure is not None:
+            raise self._fail("tool_result", failure)
+        return ResultOutcome(chain.result, tuple(chain.rewritten))
+
+
+class _Notify:
+    """Every handler gets the same event; what it returns is ignored."""
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+    def argument(self) -> Any:
+        return self.event
+
+    def accept(self, extension: str, result: Any) -> bool:
+        return False
+
+
+class _ToolCallChain:
+    """Asks each guard in turn; the first block ends the chain."""
+
+    def __init__(self, event: ToolCallEvent) -> None:
+        self.event = event
+        self.decision = ALLOW
+
+    def argument(self) -> ToolCallEvent:
+        return self.event
+
+    def accept(self, extension: str, result: Any) -> bool:
+        self.decision = _decision(result, extension)
+        return self.decision.blocked
+
+
+class _ResultChain:
+    """Each handler sees the result as the previous one left it (read-only)."""
+
+    def __init__(self, call: ToolCall, result: ToolResult) -> None:
+        self.call = call  # already a read-only view
+        self.result = result
+        self.rewritten: list[str] = []
+
+    def argument(self) -> ToolResultEvent:
+        return ToolResultEvent(self.call, self.result)
+
+    def accept(self, extension: str, patch: Any) -> bool:
+        if patch is not None:
+            patched = _apply_patch(self.result, patch, extension)
+            if patched != self.result:
+                self.rewritten.append(extension)
+            self.result = patched
+        return False
+
+
+class _ContextChain:
+    """Each handler's output (or the list it changed in place) is the next one's input."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.current = messages
+
+    def argument(self) -> list[Message]:
+        return self.current
+
+    def accept(self, extension: str, result: Any) -> bool:
+        if result is None:
+            return False
+        if not isinstance(result, list | tuple):
+            raise ExtensionError(
+                f"extension `{extension}`: context handler returned "
+                f"{type(result).__name__}; expected a list of messages or None"
+            )
+        strays = [type(m).__name__ for m in result if not isinstance(m, MESSAGE_TYPES)]
+        if strays:
+            raise ExtensionError(
+                f"extension `{extension}`: context handler returned a list "
+                f"holding {', '.join(sorted(set(strays)))}; every item must be a message "
+                "(assembler.messages)"
+            )
+        self.current = list(result)
+        return False
 
 
 def _decision(result: Any, extension: str) -> CallDecision:
-    if result is None or result is True:
+    """None allows; `Block` or `{"block": True, "reason": str}` blocks; anything else
+    blocks too, saying what it was: a guard's mistake must never let a call through."""
+    if result is None:
         return ALLOW
     if isinstance(result, Block):
-        return CallDecision(True, result.reason or "blocked", extension)
-    if isinstance(result, Mapping) and set(result) <= {"block", "reason"}:
-        if result.get("block"):
-            return CallDecision(True, str(result.get("reason") or "blocked"), extension)
-        return ALLOW
+        return CallDecision(True, str(result.reason or "blocked"), extension)
+    if (
+        isinstance(result, Mapping)
+        and result.get("block") is True
+        and set(result) <= {"block", "reason"}
+        and isinstance(result.get("reason", ""), str)
+    ):
+        return CallDecision(True, str(result.get("reason") or "blocked"), extension)
+    try:
+        shown = _shown.repr(result)
+    except Exception as e:  # a hostile __repr__ is still a block
+        shown = f"<unprintable: {type(e).__name__}>"
     return CallDecision(
         True,
-        f"tool_call handler returned {type(result).__name__}; expected None or Block (fail closed)",
+        f"tool_call handler returned {type(result).__name__}: {shown}; expected None to "
+        "allow, or Block(reason) to block (fail closed)",
         extension,
     )
 
@@ -235,4 +282,5 @@ def _apply_patch(result: ToolResult, patch: Any, extension: str) -> ToolResult:
         )
     if "usage" in fields:
         details = {**details, "usage": fields["usage"]}
-    return replace(result, content=content, is_error=is_error, details=dict(details))
+    # plain data again: a patch may be built from the read-only view it was given
+    return replace(result, content=content, is_error=is_error, details=thaw(details))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from assembler.errors import ContextOverflowError, ProviderError, RenderError
+from assembler.frozen import thaw
 from assembler.messages import (
     AssistantMessage,
     Message,
@@ -446,7 +447,9 @@ class AgentRunner:
             return record
         record.executed = True
         try:
-            raw = await tool.execute(dict(call.arguments), self.tool_context)
+            # a copy of its own: a tool changing its arguments in place must not change
+            # the proposal that the conversation and the audit trace record
+            raw = await tool.execute(thaw(call.arguments), self.tool_context)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool's own bug must not end the run

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from assembler.runner.hooks import ToolCallRecord
-from assembler.text import one_line
+from assembler.text import one_line, terminal_safe
 from assembler.tools.base import ToolResult
 
 
@@ -96,7 +96,9 @@ def read_trace(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def format_trace_record(record: Mapping[str, Any]) -> str:
-    """A compact human-readable form for `assemble trace`."""
+    """A compact human-readable form for `assemble trace`, safe to print: proposals,
+    results and reasons come from a model, tools and extensions, so control
+    characters are shown escaped (`terminal_safe`)."""
     arguments = json.dumps(record.get("proposed", {}).get("arguments"), ensure_ascii=False)
     lines = [f"turn {record.get('turn')}  {record.get('tool')}({one_line(arguments, 200)})"]
     if record.get("tool_source"):
@@ -118,4 +120,4 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     flag = " (error)" if saw.get("is_error") else ""
     lines.append(f"  model saw{flag}: {one_line(saw.get('content', ''), 200)}")
     lines.extend(f"  note: {note}" for note in record.get("notes", ()))
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))

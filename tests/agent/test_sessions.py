@@ -254,9 +254,7 @@ def test_compaction_starts_when_reported_usage_nears_the_window(tmp_path: Path) 
             {"text": "three", "usage": {"input_tokens": 900, "output_tokens": 5}},
         ]
     )
-    agent = build(
-        tmp_path, model, extra="limits: {context_window: 8192, compact_reserve: 2048}\n"
-    )
+    agent = build(tmp_path, model, extra="limits: {context_window: 8192, compact_reserve: 2048}\n")
     run(agent.prompt("first"))
     run(agent.prompt("second"))
     result = run(agent.prompt("third"))
@@ -342,7 +340,9 @@ def test_run_result_carries_usage_totals_and_the_session(tmp_path: Path) -> None
     assert agent.session is not None and result.session_id == agent.session.id
     end = next(e for e in result.events if isinstance(e, RunEnd))
     assert end.to_dict()["usage"]["cache_read_tokens"] == 80
-    usage_entries = [e.payload.get("usage") for e in agent.session.entries() if "usage" in e.payload]
+    usage_entries = [
+        e.payload.get("usage") for e in agent.session.entries() if "usage" in e.payload
+    ]
     assert usage_entries[0] == {
         "input_tokens": 100,
         "output_tokens": 10,
