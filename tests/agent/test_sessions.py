@@ -121,56 +121,88 @@ def test_a_follow_up_arrives_when_the_run_would_end(tmp_path: Path) -> None:
     assert [(e.source, e.text) for e in delivered] == [("follow_up", "And in French?")]
 
 
-def test_steers_sent_while_a_tool_runs_arrive_after_it_in_order(tmp_path: Path) -> None:
-    requests: list[ModelRequest] = []
-    agent: Agent
+SLOW_TOOL = """\
+import asyncio
+import pathlib
 
-    def model_fn(request: ModelRequest) -> AssistantMessage:
-        requests.append(request)
-        if len(requests) == 1:
-            return reply(tool_call("ls", path="."))
-        return text("done")
 
-    agent = build(tmp_path, FunctionModel(model_fn))
+async def wait(marker: str, seconds: float) -> str:
+    \"\"\"Wait a while (tests steer the agent meanwhile).\"\"\"
+    pathlib.Path(marker).write_text("started")
+    await asyncio.sleep(seconds)
+    return "waited"
+"""
 
-    async def go() -> list[Any]:
-        events = []
-        async for event in agent.stream("list files"):
+
+def slow_agent(tmp_path: Path, model: Any, limits: str = "") -> Agent:
+    (tmp_path / "slowtool.py").write_text(SLOW_TOOL, "utf-8")
+    extra = "  - python: slowtool:wait\n" + limits
+    path = manifest(tmp_path)
+    path.write_text(
+        path.read_text().replace("tools:\n  sets: [{builtin: readonly}]\n",
+                                 "tools:\n  sets:\n  - builtin: readonly\n") + extra,
+        "utf-8",
+    )  # fmt: skip
+    return build_agent(path, provider=model, session_dir=tmp_path / "sessions", trust=True)
+
+
+async def steer_once_started(agent: Agent, marker: Path, prompt: str, *steers: str) -> list[Any]:
+    """Run `prompt`; when the slow tool has started, send `steers` from another task,
+    as the interactive CLI and RPC do."""
+    events: list[Any] = []
+
+    async def consume() -> None:
+        async for event in agent.stream(prompt):
             events.append(event)
-            if type(event).__name__ == "ToolCallProposed":  # the tool is about to run
-                agent.steer("only .txt files")
-                agent.steer("and be brief")
-        return events
 
-    events = run(go())
-    assert user_texts(requests[1]) == ["list files", "only .txt files", "and be brief"]
-    second = requests[1].messages
-    assert isinstance(second[2], ToolResultMessage) and not second[2].is_error  # ls ran
-    assert [e.text for e in events if isinstance(e, UserMessageDelivered)] == [
-        "only .txt files",
-        "and be brief",
-    ]
+    task = asyncio.create_task(consume())
+    while not marker.exists():
+        await asyncio.sleep(0.01)
+    for steer in steers:
+        agent.steer(steer)
+    await task
+    return events
+
+
+def test_steers_sent_while_a_tool_runs_arrive_after_it_in_order(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    model = ScriptedModel([tool_call("wait", marker=str(marker), seconds=0.3), text("done")])
+    agent = slow_agent(tmp_path, model)
+    events = run(steer_once_started(agent, marker, "wait", "only .txt files", "and be brief"))
+    second = model.requests[1].messages
+    assert user_texts(model.requests[1]) == ["wait", "only .txt files", "and be brief"]
+    assert second[2] == ToolResultMessage(second[2].tool_call_id, "wait", "waited")  # it ran
+    delivered = [e.text for e in events if isinstance(e, UserMessageDelivered)]
+    assert delivered == ["only .txt files", "and be brief"]
 
 
 def test_a_steer_skips_calls_that_have_not_started(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
     model = ScriptedModel(
-        [reply(tool_call("ls", path="."), tool_call("read", path="notes.txt")), text("ok")]
+        [
+            reply(
+                tool_call("wait", marker=str(marker), seconds=0.3),
+                tool_call("read", path="notes.txt"),
+            ),
+            text("ok"),
+        ]
     )
-    agent = build(tmp_path, model)
-
-    async def go() -> list[Any]:
-        events = []
-        agent.steer("stop reading, just list")  # queued before the calls start
-        async for event in agent.stream("look around"):
-            events.append(event)
-        return events
-
-    events = run(go())
+    agent = slow_agent(tmp_path, model, "limits: {max_parallel_tools: 1}\n")
+    events = run(steer_once_started(agent, marker, "look around", "stop reading"))
     results = [e for e in events if isinstance(e, ToolCallResult)]
     assert [(r.call.name, r.executed, r.content) for r in results] == [
-        ("ls", False, SKIPPED_FOR_STEER),
+        ("wait", True, "waited"),
         ("read", False, SKIPPED_FOR_STEER),
     ]
+    assert user_texts(model.requests[1])[-1] == "stop reading"
+
+
+def test_a_steer_sent_while_idle_follows_the_next_prompt(tmp_path: Path) -> None:
+    model = ScriptedModel([text("ok")])
+    agent = build(tmp_path, model)
+    agent.steer("use British spelling")
+    run(agent.prompt("Write a line."))
+    assert user_texts(model.last_request) == ["Write a line.", "use British spelling"]
 
 
 # -- compaction ---------------------------------------------------------------------------
