@@ -32,7 +32,9 @@ from assembler.agent.model_choice import (
 )
 from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest
+from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader
@@ -58,6 +60,8 @@ def build_agent(
     env: Mapping[str, str] | None = None,
     session: str | Path | Session | None = None,
     fork: str | None = None,
+    permission_mode: PermissionMode = "default",
+    approver: Approver | None = None,
 ) -> Agent:
     """Build an agent from a manifest (or a manifest path), in the fixed order.
 
@@ -65,6 +69,9 @@ def build_agent(
     `assembler.testing.ScriptedModel`); `model` overrides it by name. `session` (an
     id, id prefix, path or open `Session`) continues an existing session exactly as
     it was sent; with `fork` (an entry id of it), a new session starts from that entry.
+    `approver` answers the manifest's `ask` permission rules (none: an ask is a deny);
+    `permission_mode` changes what an ask becomes (`accept-edits`, `deny-asks`,
+    `bypass`).
     """
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
@@ -116,6 +123,11 @@ def build_agent(
     )
     if choice is not None:
         runner.endpoint = shown_endpoint(choice, environment)
+    if manifest.permissions != PermissionsSpec() or permission_mode != "default":
+        policy = PermissionPolicy.from_spec(
+            manifest.permissions, workspace=manifest.workspace.resolve(), mode=permission_mode
+        )
+        runner.permissions = PermissionGate(policy, approver)
     return Agent(
         manifest=manifest,
         provider=model_provider,

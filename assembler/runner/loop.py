@@ -55,7 +55,14 @@ from assembler.runner.events import (
     UsageEvent,
     UserMessageDelivered,
 )
-from assembler.runner.hooks import NoHooks, RunnerHooks, ToolCallRecord
+from assembler.runner.hooks import (
+    CallDecision,
+    NoHooks,
+    PermissionCheck,
+    RunnerHooks,
+    ToolCallRecord,
+    current_permission,
+)
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
 
@@ -147,6 +154,8 @@ class AgentRunner:
         self.label = provider.name
         self.endpoint = ""
         self.running = False
+        self.permissions: PermissionCheck | None = None
+        """Decides each call before extensions do (the manifest's `permissions`)."""
         self._steers: deque[str] = deque()
         self._follow_ups: deque[str] = deque()
 
@@ -437,6 +446,17 @@ class AgentRunner:
                 f"there is no tool named `{call.name}`; available tools: {known}", is_error=True
             )
             return record
+        if self.permissions is not None:
+            record.permission = await self.permissions.check(call, tool)
+            current_permission.set(record.permission)
+            if not record.permission.allowed:
+                record.decision = CallDecision(True, record.permission.reason, "permissions")
+                record.final = ToolResult(
+                    f"tool call denied by the permissions: {record.permission.reason}",
+                    is_error=True,
+                    details={"blocked_by": "permissions", "rule": record.permission.rule},
+                )
+                return record
         record.decision = await self.parts.hooks.before_tool_call(call)
         if record.decision.blocked:
             record.final = ToolResult(
@@ -445,6 +465,10 @@ class AgentRunner:
                 details={"blocked_by": record.decision.blocked_by},
             )
             return record
+        if self.parts.trace is not None:  # a run killed mid-tool still leaves this
+            record.phase = "started"
+            self.parts.trace(record)
+            record.phase = "done"
         record.executed = True
         try:
             # a copy of its own: a tool changing its arguments in place must not change
