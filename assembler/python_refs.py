@@ -69,7 +69,7 @@ def _too_deep_is_a_syntax_error() -> Iterator[None]:
         raise SyntaxError("nested too deeply to parse") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ParsedModule:
     """One parsed source file: its tree (None when it cannot be parsed, `error` says
     why) and, by name, the first top-level statement binding that name, which is the
@@ -77,7 +77,7 @@ class ParsedModule:
 
     The tree is shared by every caller and every thread: read it, never change it.
     `derive` keeps whatever a caller computes from the tree alongside it, so the work
-    is done once per parse and dropped with it.
+    is done once per parse and dropped with it. Compared by identity: one per parse.
     """
 
     path: Path
