@@ -143,17 +143,22 @@ def test_multibyte_output_is_cut_on_a_character_boundary(tmp_path: Path) -> None
     assert len(body.encode()) == 999
 
 
-def test_parent_credentials_do_not_reach_the_command(
+def test_only_the_base_environment_reaches_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Without a manifest's `tools.env`, a command sees the allowlisted basics only:
+    # not credentials, and not other variables either (issue 11, item 22).
     monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret-1")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-parent-secret-2")
-    monkeypatch.setenv("ASSEMBLER_TEST_PLAIN", "visible-value")
+    monkeypatch.setenv("ASSEMBLER_TEST_PLAIN", "plain-value")
+    monkeypatch.setenv("HOME", "/home/test-user")
     result = run(tmp_path, command="env")
     assert "sk-parent-secret-1" not in result.content
     assert "OPENAI_API_KEY" not in result.content
     assert "ghp-parent-secret-2" not in result.content
-    assert "ASSEMBLER_TEST_PLAIN=visible-value" in result.content
+    assert "plain-value" not in result.content
+    assert "HOME=/home/test-user" in result.content
+    assert f"PATH={os.environ['PATH']}" in result.content
 
 
 def test_context_environment_is_used_as_given(tmp_path: Path) -> None:
