@@ -32,7 +32,7 @@ from assembler.providers.base import ModelProvider
 from assembler.resources.loader import LoaderFlags, ResourceLoader
 from assembler.runner.loop import AgentRunner
 from assembler.tools.base import ToolContext
-from assembler.tools.environment import scrub_environment
+from assembler.tools.environment import tool_environment
 
 if TYPE_CHECKING:
     from assembler.audit import TraceWriter
@@ -201,12 +201,18 @@ def build_agent(
             timeout=limits.tool_timeout,
             max_output_lines=limits.max_output_lines,
             max_output_bytes=limits.max_output_bytes,
-            env=scrub_environment(environment, also=_key_variables(manifest, choice)),
+            env=tool_environment(
+                environment,
+                passthrough=manifest.tools.env.passthrough,
+                assigned=manifest.tools.env.set,
+                also_secret=_key_variables(manifest, choice),
+            ),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
+        max_parallel_tools=limits.max_parallel_tools,
         hooks=parts.hooks,
         trace=parts.trace,
     )

@@ -48,6 +48,8 @@ from assembler.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
+#: Tool calls of one assistant message that run at the same time (`limits.max_parallel_tools`).
+DEFAULT_MAX_PARALLEL_TOOLS = 8
 
 TraceSink = Callable[[ToolCallRecord], None]
 
@@ -70,6 +72,7 @@ class AgentRunner:
         model_name: str = "",
         max_turns: int = DEFAULT_MAX_TURNS,
         max_consecutive_blocks: int = DEFAULT_MAX_CONSECUTIVE_BLOCKS,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
         hooks: RunnerHooks | None = None,
         trace: TraceSink | None = None,
     ) -> None:
@@ -85,6 +88,7 @@ class AgentRunner:
         self.model_name = model_name or provider.name
         self.max_turns = max_turns
         self.max_consecutive_blocks = max_consecutive_blocks
+        self.max_parallel_tools = max(1, max_parallel_tools)
         self.hooks: RunnerHooks = hooks or NoHooks()
         self.trace = trace
         self.messages: list[Message] = []
@@ -193,14 +197,21 @@ class AgentRunner:
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
 
     async def _execute_all(self, turn: int, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
-        """Run the calls of one message concurrently; results keep the model's order.
+        """Run the calls of one message concurrently, at most `max_parallel_tools` at a
+        time (in the model's order); results keep the model's order.
 
         Every call gets a result message and a trace record, even when the run stops
         here: cancelled by the user, or an extension's `tool_result` handler failed
         (the call may have run; the trace must say so). Then the error propagates.
         """
         records = [ToolCallRecord(turn=turn, call=call) for call in calls]
-        tasks = [asyncio.ensure_future(self._execute(record)) for record in records]
+        slots = asyncio.Semaphore(self.max_parallel_tools)
+
+        async def execute(record: ToolCallRecord) -> ToolCallRecord:
+            async with slots:
+                return await self._execute(record)
+
+        tasks = [asyncio.ensure_future(execute(record)) for record in records]
         try:
             outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         except asyncio.CancelledError:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Mapping
@@ -136,8 +137,11 @@ async def _run(
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
     try:
+        # `bash` is found on the assembler's PATH: the command's own PATH (which the
+        # manifest may set) decides what the command runs, not which shell runs it.
+        shell = shutil.which("bash") or "bash"
         supervised = await start_supervised(
-            ["bash", "-c", command], cwd=cwd, env=env, output_fd=write_fd
+            [shell, "-c", command], cwd=cwd, env=env, output_fd=write_fd
         )
     except BaseException:
         os.close(read_fd)
