@@ -119,18 +119,6 @@ def tool_environment(
     return env
 
 
-def scrub_environment(env: Mapping[str, str], also: Iterable[str] = ()) -> dict[str, str]:
-    """A copy of `env` without provider credentials, variables named like secrets, and
-    the variables named in `also`. Kept for callers that must start from a whole
-    environment; tools use `tool_environment`."""
-    extra = {name.upper() for name in also}
-    return {
-        name: value
-        for name, value in env.items()
-        if not is_secret_name(name) and name.upper() not in extra
-    }
-
-
 def _matching(
     parent: Mapping[str, str], patterns: tuple[str, ...], *, exclude: frozenset[str]
 ) -> dict[str, str]:

@@ -8,7 +8,6 @@ from assembler.mcp.environment import server_environment
 from assembler.tools.environment import (
     base_environment,
     is_secret_name,
-    scrub_environment,
     tool_environment,
 )
 
@@ -37,7 +36,9 @@ def test_ordinary_variables_pass(name: str) -> None:
 
 def test_the_manifests_own_key_variable_is_removed_whatever_its_name() -> None:
     env = {"PATH": "/bin", "MY_PROXY_CREDS_VAR": "sk-x"}
-    assert scrub_environment(env, also=["MY_PROXY_CREDS_VAR"]) == {"PATH": "/bin"}
+    assert tool_environment(env, passthrough=["MY_*"], also_secret=["MY_PROXY_CREDS_VAR"]) == {
+        "PATH": "/bin"
+    }
 
 
 PARENT = {
