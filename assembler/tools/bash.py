@@ -149,9 +149,16 @@ async def _run(
     finally:
         os.close(write_fd)
     stream = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
-    )
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), pipe
+        )
+    except BaseException:  # cancelled already: the command must not run on
+        supervised.kill()
+        supervised.release()
+        pipe.close()
+        raise
     output = _Output(cap=max(4 * ctx.max_output_bytes, 1 << 20), data=bytearray())
 
     async def pump() -> None:

@@ -45,7 +45,16 @@ _ROUNDS = 200  # SIGKILL rounds before giving up on a tree that keeps forking
 
 
 class _Stop(Exception):
-    """Raised by the signal handlers: the supervisor was told to stop by a signal."""
+    """The supervisor must stop the tree and exit (told by a signal, `kill`, or its
+    parent's death). Raised once: a second signal must not interrupt the kill."""
+
+    raised = False
+
+
+def _stop() -> None:
+    if not _Stop.raised:
+        _Stop.raised = True
+        raise _Stop
 
 
 def become_subreaper() -> bool:
@@ -102,8 +111,13 @@ def reap(command_pid: int, report: list[str]) -> bool:
                 report.append(f"exit {os.waitstatus_to_exitcode(status)}")
 
 
-def kill_tree(command_pid: int, pgid: int, report: list[str]) -> None:
-    """SIGTERM every descendant, give them `KILL_GRACE`, then SIGKILL until none is left."""
+def kill_tree(command_pid: int, pgid: int | None, report: list[str]) -> None:
+    """SIGTERM every descendant, give them `KILL_GRACE`, then SIGKILL until none is left.
+
+    `pgid`: the command's process group, signalled too where descendants cannot be
+    found through /proc and the subreaper (None where they can: once the command has
+    been reaped its pid may be reused, and a process group is only a hint anyway).
+    """
     me = os.getpid()
     targets = descendants(me)
     _signal_all(targets, pgid, signal.SIGTERM)
@@ -120,10 +134,10 @@ def kill_tree(command_pid: int, pgid: int, report: list[str]) -> None:
         time.sleep(0.005)
 
 
-def _signal_all(pids: list[int], pgid: int, sig: signal.Signals) -> None:
-    # The command's process group first: without /proc it is all we can find.
-    with contextlib.suppress(OSError):
-        os.killpg(pgid, sig)
+def _signal_all(pids: list[int], pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is not None:  # without /proc and a subreaper, the group is all we can find
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, sig)
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, sig)
@@ -169,7 +183,7 @@ def _read_line(fd: int, pending: bytearray) -> str | None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    raise _Stop
+    _stop()
 
 
 def main() -> int:
@@ -205,15 +219,16 @@ def main() -> int:
                 with contextlib.suppress(OSError):
                     os.read(wake_read, 512)
             if os.getppid() != parent:
-                raise _Stop
+                _stop()
             if 0 in ready:
                 line = _read_line(0, pending)
                 if line is None or line.strip() == "kill":
-                    raise _Stop
+                    _stop()
     except _Stop:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)  # a second signal must not stop the kill
         if command_pid:
-            kill_tree(command_pid, command_pid, report)
+            kill_tree(command_pid, None if subreaper else command_pid, report)
         while report:
             _write(report.pop(0))
     except OSError as exc:
