@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from assembler.tools.text_files import looks_binary
+from assembler.tools.sniff import looks_binary
 from assembler.tools.tree import glob_matcher, walk_files
 
 PR_SET_PDEATHSIG = 1

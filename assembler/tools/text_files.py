@@ -8,9 +8,6 @@ read, even if the path changes in between. Writes go to a temporary file in the 
 directory that is then renamed over the target (`assembler.files.atomic_write`): a
 crash leaves the old file or the new one, and a hard link to a file outside the
 workspace is replaced, never written through.
-
-Binary detection is the heuristic git and grep use: a NUL byte near the start. It is
-cheap, needs no dependency, and text in any ASCII-compatible encoding passes it.
 """
 
 from __future__ import annotations
@@ -22,8 +19,17 @@ from pathlib import Path
 
 from assembler.errors import ToolError
 from assembler.files import atomic_write
+from assembler.tools.sniff import looks_binary
 
-BINARY_SAMPLE_BYTES = 8192
+__all__ = [
+    "MAX_EDIT_BYTES",
+    "existing_mode",
+    "looks_binary",
+    "open_regular",
+    "read_text_exact",
+    "replace_file",
+]
+
 #: The largest file `edit` loads whole (it must hold the old and the new text).
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 
@@ -34,11 +40,6 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
-
-
-def looks_binary(sample: bytes) -> bool:
-    """Whether bytes from the start of a file look like a binary format."""
-    return b"\x00" in sample[:BINARY_SAMPLE_BYTES]
 
 
 def open_regular(path: Path, shown: str) -> tuple[int, int]:
