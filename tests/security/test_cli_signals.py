@@ -40,22 +40,29 @@ def _script(shipping: Path, seconds: str) -> None:
     )
 
 
-def _start(shipping: Path, seconds: str) -> subprocess.Popen[str]:
+def _start(shipping: Path, seconds: str, *, rpc: bool = False) -> subprocess.Popen[str]:
     _script(shipping, seconds)
     root = str(Path(assembler.__file__).resolve().parents[1])
+    manifest = str(shipping / "agents" / "shipping-fixer.yaml")
+    model = ["--model", "scripted:slow.script.yaml"]
+    command = (
+        ["rpc", manifest, "--trust", *model]
+        if rpc
+        else ["run", manifest, "--trust", *model, "-p", "go"]
+    )
     process = subprocess.Popen(
-        [
-            sys.executable, "-m", "assembler", "run",
-            str(shipping / "agents" / "shipping-fixer.yaml"), "--trust",
-            "--model", "scripted:slow.script.yaml", "-p", "go",
-        ],
-        stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "assembler", *command],
+        stdin=subprocess.PIPE if rpc else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": root},
         cwd=shipping,
-    )  # fmt: skip
+    )
+    if rpc:
+        assert process.stdin is not None
+        process.stdin.write('{"id": 1, "method": "prompt", "params": {"text": "go"}}\n')
+        process.stdin.flush()
     deadline = time.monotonic() + 60
     while len(live_processes_with(seconds)) < 4 and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
@@ -112,3 +119,12 @@ def test_kill_9_of_assemble_kills_the_running_command(shipping: Path) -> None:
     code, _ = _finish(process)
     assert code == -signal.SIGKILL
     assert _gone(seconds) == []
+
+
+def test_sigterm_to_assemble_rpc_kills_the_running_command(shipping: Path) -> None:
+    seconds = f"300.{uuid.uuid4().int % 10**9:09d}"
+    process = _start(shipping, seconds, rpc=True)
+    process.send_signal(signal.SIGTERM)
+    code, err = _finish(process)
+    assert _gone(seconds) == []
+    assert code == 128 + signal.SIGTERM, err
