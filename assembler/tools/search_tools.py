@@ -45,7 +45,7 @@ _PACKAGE_ROOT = str(Path(assembler.__file__).resolve().parents[1])
 #: (the package root is appended to the path, so it cannot shadow the stdlib).
 WORKER_BOOT = (
     "import sys; sys.path.append(sys.argv[1]); "
-    "from assembler.tools.search_worker import main; main()"
+    f"from {__package__}.search_worker import main; main()"
 )
 
 
