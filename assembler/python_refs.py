@@ -43,6 +43,7 @@ _T = TypeVar("_T")
 # must not deadlock (nested parses in one thread keep the depth balanced).
 _PARSE_LOCK = threading.RLock()
 _IMPORT_LOCK = threading.RLock()
+_PROJECT_MODULES: set[str] = set()  # top-level names loaded from a project directory
 
 MAX_CACHED_FILES = 32
 MAX_CACHED_SOURCE_BYTES = 2 * 1024 * 1024  # a syntax tree takes ~30x its source in memory
@@ -394,8 +395,9 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
     packages, so a repository's `grp.py` cannot stand in for the real one while an
     installed module imports. A project module is loaded from its own file, with
     only its own project directory appended to the end of `sys.path` while it runs
-    (its siblings import; nothing it does not own is shadowed). A module of that name
-    already imported from another file is refused, not silently reused.
+    (its siblings import; nothing it does not own is shadowed). A standard or
+    installed module of that name already imported is refused, never silently reused;
+    another project's module of that name is replaced.
     """
     if location.problem:
         raise ImportError(location.problem)
@@ -412,11 +414,17 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
     if loaded is not None:
         if _same_origin(loaded, top_spec):
             return importlib.import_module(location.module)
-        raise ImportError(
-            f"the project module `{top_name}` ({top_spec.origin}) shadows the module "
-            f"`{top_name}` already imported from {getattr(loaded, '__file__', None) or 'Python'}; "
-            "rename the project module"
-        )
+        if top_name not in _PROJECT_MODULES:
+            raise ImportError(
+                f"the project module `{top_name}` ({top_spec.origin}) shadows the module "
+                f"`{top_name}` already imported from "
+                f"{getattr(loaded, '__file__', None) or 'Python'}; rename the project module"
+            )
+        # Another project's module of the same name (another agent in this process, or
+        # an earlier copy of a workspace): its functions keep working from their own
+        # globals; the name now belongs to this one.
+        for name in [n for n in sys.modules if n == top_name or n.startswith(top_name + ".")]:
+            del sys.modules[name]
     home = next((str(r) for r in location.roots), None)
     with _IMPORT_LOCK:  # `sys.path` is process-wide: one project import at a time
         added = home is not None and home not in sys.path
@@ -430,6 +438,7 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
             except BaseException:
                 sys.modules.pop(top_name, None)
                 raise
+            _PROJECT_MODULES.add(top_name)
             return importlib.import_module(location.module)
         finally:
             if added:

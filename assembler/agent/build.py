@@ -42,7 +42,7 @@ from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
-from assembler.tools.environment import scrub_environment
+from assembler.tools.environment import tool_environment
 from assembler.trust import TrustPrompt, check_trust
 from assembler.validation.load import load_manifest
 
@@ -111,12 +111,18 @@ def build_agent(
             timeout=limits.tool_timeout,
             max_output_lines=limits.max_output_lines,
             max_output_bytes=limits.max_output_bytes,
-            env=scrub_environment(environment, also=key_variables(manifest, choice)),
+            env=tool_environment(
+                environment,
+                passthrough=manifest.tools.env.passthrough,
+                assigned=manifest.tools.env.set,
+                also_secret=key_variables(manifest, choice),
+            ),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
+        max_parallel_tools=limits.max_parallel_tools,
         context_window=window,
         compact_reserve=limits.compact_reserve,
         keep_tokens=min(DEFAULT_KEEP_TOKENS, window // 4) if window else DEFAULT_KEEP_TOKENS,
