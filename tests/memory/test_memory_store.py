@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -12,30 +12,47 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import index_dump
 
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory import MemoryRecord, MemoryStore, make_record
-from assembler.memory.index import INDEX_FILE
-from assembler.memory.store import JOURNAL_FILE
+from assembler.memory.index import index_path
+from assembler.memory.journal import JOURNAL_FILE
+from assembler.memory.keyword import record_terms
+from assembler.memory.records import from_markdown
 
-Snapshot = Callable[[Path], dict[str, bytes]]
+Snapshot = Callable[[Path], dict[str, object]]
 RecordFactory = Callable[..., MemoryRecord]
 
 
-def index_rows(store_dir: Path) -> dict[str, list[object]]:
-    data = json.loads((store_dir / INDEX_FILE).read_text("utf-8"))
-    return {row[0]: row for row in data["records"]}
+def index_rows(store_dir: Path) -> dict[str, tuple[object, ...]]:
+    rows: dict[str, tuple[object, ...]] = index_dump(store_dir)["records"]
+    return rows
 
 
 def assert_index_consistent(store_dir: Path) -> None:
-    """The index on disk lists exactly the record files, with their current stat."""
-    rows = index_rows(store_dir)
+    """The index on disk lists exactly the record files, with their current stat,
+    their fields and their term counts, and totals that add up."""
+    dump = index_dump(store_dir)
+    rows = dump["records"]
     files = {p.stem: p for p in store_dir.glob("*.md")}
     assert set(rows) == set(files)
+    frequencies: dict[str, int] = {}
+    total_length = 0
     for name, path in files.items():
         stat = path.stat()
-        assert rows[name][4:7] == [stat.st_ino, stat.st_mtime_ns, stat.st_size], name
+        description, type_, chars, inode, mtime_ns, size, length, terms = rows[name]
+        assert (inode, mtime_ns, size) == (stat.st_ino, stat.st_mtime_ns, stat.st_size), name
+        assert length == sum(terms.values())
+        record = from_markdown(path.read_text("utf-8"), expected_name=name)
+        assert (description, type_, chars) == (record.description, record.type, len(record.body))
+        assert terms == record_terms(record.name, record.description, record.body)
+        for term in terms:
+            frequencies[term] = frequencies.get(term, 0) + 1
+        total_length += sum(terms.values())
+    assert dump["df"] == frequencies
+    assert (dump["count"], dump["total_length"]) == (len(files), total_length)
 
 
 def test_open_creates_the_directory_and_a_gitignore(policy: MemoryPolicy) -> None:
@@ -43,7 +60,7 @@ def test_open_creates_the_directory_and_a_gitignore(policy: MemoryPolicy) -> Non
     assert store.path.is_dir()
     assert len(store) == 0
     ignored = (store.path / ".gitignore").read_text().splitlines()
-    assert {"index.json", ".lock", ".journal.json*", ".tmp-*"} <= set(ignored)
+    assert {".index/", ".lock", ".journal.json*", ".tmp-*"} <= set(ignored)
 
 
 def test_round_trip_through_the_files(policy: MemoryPolicy, rec: RecordFactory) -> None:
@@ -82,8 +99,8 @@ def test_the_record_file_on_disk_is_exactly_this(policy: MemoryPolicy) -> None:
     )
     assert sorted(p.name for p in policy.store.iterdir()) == [
         ".gitignore",
+        ".index",
         ".lock",
-        "index.json",
         "prefers-pnpm.md",
     ]
 
@@ -118,24 +135,43 @@ def test_missing_index_is_rebuilt(
     store = MemoryStore.open(policy.store, policy)
     store.upsert_many([rec("a"), rec("b"), rec("c")])
     before = snapshot(policy.store)
-    (policy.store / INDEX_FILE).unlink()
+    index_path(policy.store).unlink()
 
     reopened = MemoryStore.open(policy.store, policy)
     assert reopened.names() == ("a", "b", "c")
     assert snapshot(policy.store) == before  # the same index, rebuilt from the files
+    assert reopened.diagnostics == ()
 
 
 def test_unreadable_or_foreign_index_is_rebuilt(policy: MemoryPolicy, rec: RecordFactory) -> None:
     MemoryStore.open(policy.store, policy).upsert(rec("a"))
-    (policy.store / INDEX_FILE).write_text("{ not json")
+    index_path(policy.store).write_text("{ not a database")
     reopened = MemoryStore.open(policy.store, policy)
     assert reopened.names() == ("a",)
-    assert any("unreadable; rebuilt" in d for d in reopened.diagnostics)
+    assert any("index was unreadable; rebuilt" in d for d in reopened.diagnostics)
+    assert_index_consistent(policy.store)
+    reopened.close()
+
+    with sqlite3.connect(index_path(policy.store)) as db:
+        db.execute("PRAGMA user_version = 999")  # an index written by another version
+    db.close()
+    again = MemoryStore.open(policy.store, policy)
+    assert again.names() == ("a",)
+    assert again.diagnostics == ()  # quietly rebuilt
     assert_index_consistent(policy.store)
 
-    (policy.store / INDEX_FILE).write_text('{"format": "assembler-memory-index", "version": 999}')
-    assert MemoryStore.open(policy.store, policy).names() == ("a",)
-    assert_index_consistent(policy.store)
+
+def test_an_index_of_an_earlier_version_is_removed(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    policy.store.mkdir(parents=True)
+    (policy.store / "index.json").write_text('{"format": "assembler-memory-index"}')
+    old_ignore = "# Written by agent-assembler. The record files (*.md) are the memory;\nindex.json\n"
+    (policy.store / ".gitignore").write_text(old_ignore)
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert(rec("a"))
+    assert not (policy.store / "index.json").exists()
+    assert ".index/" in (policy.store / ".gitignore").read_text().splitlines()
 
 
 def test_stale_index_is_brought_up_to_date(policy: MemoryPolicy, rec: RecordFactory) -> None:
@@ -203,11 +239,12 @@ def test_corrupt_record_is_reported_and_skipped_and_nothing_is_deleted(
     assert (policy.store / "README.md").exists()
 
     # The problems are remembered in the index: reported again on every open, without
-    # rewriting the index each time.
-    index_stat = (policy.store / INDEX_FILE).stat()
+    # reading the files or writing the index again.
+    index_stat = index_path(policy.store).stat()
     again = MemoryStore.open(policy.store, policy)
     assert again.diagnostics == diagnostics
-    assert (policy.store / INDEX_FILE).stat().st_ino == index_stat.st_ino
+    after = index_path(policy.store).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (index_stat.st_ino, index_stat.st_mtime_ns)
 
     # Fixing the file by hand brings the record back.
     broken.write_text("---\nname: broken\ndescription: fixed\ntype: user\n---\nbody\n")
