@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import index_dump
+from index_dump import index_dump
 
 from assembler.errors import MemoryStoreError, ProviderError
 from assembler.manifest.model import MemoryPolicy

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import index_dump
+from index_dump import index_dump
 
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
@@ -166,7 +166,9 @@ def test_an_index_of_an_earlier_version_is_removed(
 ) -> None:
     policy.store.mkdir(parents=True)
     (policy.store / "index.json").write_text('{"format": "assembler-memory-index"}')
-    old_ignore = "# Written by agent-assembler. The record files (*.md) are the memory;\nindex.json\n"
+    old_ignore = (
+        "# Written by agent-assembler. The record files (*.md) are the memory;\nindex.json\n"
+    )
     (policy.store / ".gitignore").write_text(old_ignore)
     store = MemoryStore.open(policy.store, policy)
     store.upsert(rec("a"))
