@@ -379,3 +379,61 @@ def test_two_processes_adding_200_records_each_lose_nothing(tmp_path: Path) -> N
         "left-199", "record 199 of left", "project", "body 199"
     )
     assert not [p for p in os.listdir(path) if p.startswith(".tmp-")]
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from assembler.memory import MemoryStore, make_record
+
+    path, prefix = sys.argv[1], sys.argv[2]
+    store = MemoryStore.open(path)
+    for i in range(100_000):
+        if i % 5 == 4:  # a batch: the journaled path
+            batch = [
+                make_record(f"{prefix}-{i}-{j}", f"batch {i}", "project", f"body {i} {j}")
+                for j in range(3)
+            ]
+            store.upsert_many(batch)
+            names = [record.name for record in batch]
+        else:
+            store.upsert(make_record(f"{prefix}-{i}", f"record {i}", "project", f"body {i}"))
+            names = [f"{prefix}-{i}"]
+        print(*names, flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", range(4))
+def test_kill_9_during_adds_loses_no_committed_record(tmp_path: Path, round_: int) -> None:
+    path = tmp_path / "memory"
+    MemoryStore.open(path).close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(path), f"w{round_}"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None
+    done: list[str] = []
+    for _ in range(7 + 5 * round_):  # a different moment in every round
+        done.extend(writer.stdout.readline().split())
+    writer.kill()  # SIGKILL, wherever it is
+    writer.wait(timeout=30)
+    done.extend(writer.stdout.read().split())
+
+    # A read-only open sees every committed record and writes nothing.
+    files_before = sorted(os.listdir(path))
+    looking = MemoryStore.open(path, read_only=True)
+    assert set(done) <= set(looking.names())
+    assert sorted(os.listdir(path)) == files_before
+    looking.close()
+
+    store = MemoryStore.open(path)  # the next writer repairs what the kill left
+    assert set(done) <= set(store.names())
+    assert set(store.names()) == {p.stem for p in path.glob("*.md")}
+    assert not [p for p in os.listdir(path) if p.startswith(".tmp-") or p == ".journal.json"]
+    assert not [d for d in store.diagnostics if "unreadable" in d or "skipped" in d]
+    assert_index_consistent(path)
+    store.upsert(make_record("after-the-kill", "still works", "project", "yes"))
+    assert_index_consistent(path)
