@@ -127,58 +127,69 @@ def rank(index: Postings[E], query: str, limit: int | None = None) -> list[tuple
         {term: idf_weight(total, stats[term][1]) for term in present},
         (total_length / total) or 1.0,
     )
-    candidates = None if limit is None else _candidates(index, question, limit)
-    scores = _scores(index, question, candidates)
+    contributions = _contributions(index, question, limit)
+    # Exact scores: each record's contributions summed in sorted term order, from 0.0,
+    # so a score is the same float however the record was found.
+    scores: dict[int, float] = {}
+    for term in question.terms:
+        for record, value in contributions.get(term, {}).items():
+            scores[record] = scores.get(record, 0.0) + value
+    if limit is not None and len(scores) > limit:
+        # Names are needed only to order the best (and whatever ties with the last).
+        threshold = heapq.nlargest(limit, scores.values())[-1]
+        scores = {record: score for record, score in scores.items() if score >= threshold}
     entries = index.entries_by_id(scores)
     ranked = top({entries[record].name: score for record, score in scores.items()}, limit)
     by_name = {entry.name: entry for entry in entries.values()}
     return [(by_name[name], score) for name, score in ranked]
 
 
-def _candidates(index: Postings[E], question: _Query, limit: int) -> list[int]:
-    """The records that may be among the best `limit` (a superset of them)."""
+def _contributions(
+    index: Postings[E], question: _Query, limit: int | None
+) -> dict[str, dict[int, float]]:
+    """Per term, what it adds to the score of each record that may be among the best
+    `limit` (every matching record when no limit).
+
+    Terms are taken rarest (heaviest) first. While records outside those seen could
+    still reach the top `limit`, a term's whole posting list is read; after that, only
+    the candidates are looked up, and a candidate is dropped as soon as even every
+    remaining term at its full weight could not lift it to the current cut-off.
+    """
     weights = question.weights
     order = sorted(question.terms, key=lambda term: (-weights[term], term))
+    contributions: dict[str, dict[int, float]] = {}
     partial: dict[int, float] = {}
-    get = partial.get
-    threshold = 0.0
-    rest = 0.0
+    candidates: list[int] | None = None  # None: every record is still possible
     for done, term in enumerate(order, start=1):
         weight = weights[term]
-        for record, count, length in index.postings(question.ids[term]):
-            partial[record] = get(record, 0.0) + weight * count / (
-                count + length_norm(length, question.average)
-            )
-        rest = math.fsum(weights[later] for later in order[done:])
-        if len(partial) >= limit:
-            threshold = heapq.nlargest(limit, partial.values())[-1]
-            if rest * (1 + _MARGIN) < threshold * (1 - _MARGIN):
-                break  # no record outside `partial` can reach the top `limit`
-    if len(partial) <= limit:
-        return list(partial)
-    cut = threshold * (1 - _MARGIN) - rest * (1 + _MARGIN)
-    return [record for record, score in partial.items() if score >= cut]
-
-
-def _scores(index: Postings[E], question: _Query, records: list[int] | None) -> dict[int, float]:
-    """Exact BM25 scores (of `records` only, when given): terms in sorted order, so
-    each score is the same float however the candidates were found."""
-    wanted = set(records) if records is not None else None
-    scores: dict[int, float] = {}
-    get = scores.get
-    for term in question.terms:
-        weight = question.weights[term]
-        term_id = question.ids[term]
-        if records is not None and len(records) <= _LOOKUP_LIMIT:
-            rows = index.postings_for(term_id, records)
+        if candidates is None or len(candidates) > _LOOKUP_LIMIT:
+            rows = index.postings(question.ids[term])
         else:
-            rows = index.postings(term_id)
+            rows = index.postings_for(question.ids[term], candidates)
+        wanted = None if candidates is None else set(candidates)
+        added: dict[int, float] = {}
         for record, count, length in rows:
             if wanted is None or record in wanted:
-                scores[record] = get(record, 0.0) + weight * count / (
-                    count + length_norm(length, question.average)
-                )
-    return scores
+                added[record] = weight * count / (count + length_norm(length, question.average))
+        contributions[term] = added
+        for record, value in added.items():
+            partial[record] = partial.get(record, 0.0) + value
+        if limit is None or len(partial) < limit:
+            continue
+        rest = math.fsum(weights[later] for later in order[done:])
+        pool = partial if candidates is None else {r: partial[r] for r in candidates}
+        threshold = heapq.nlargest(limit, pool.values())[-1]
+        if candidates is None and rest * (1 + _MARGIN) >= threshold * (1 - _MARGIN):
+            continue  # a record not seen yet could still reach the top
+        cut = threshold * (1 - _MARGIN) - rest * (1 + _MARGIN)
+        candidates = [record for record, score in pool.items() if score >= cut]
+    if candidates is not None:
+        kept = set(candidates)
+        contributions = {
+            term: {r: v for r, v in added.items() if r in kept}
+            for term, added in contributions.items()
+        }
+    return contributions
 
 
 def top(scores: Mapping[str, float], limit: int | None = None) -> list[tuple[str, float]]:

@@ -32,6 +32,7 @@ from assembler.memory.store import MemoryStore
 from assembler.prompt.renderer import MemoryEntry
 from assembler.providers.base import ModelProvider
 
+_RANK_ALL: Final = 5000  # past this many, rank everything at once
 SELECTION_SYSTEM: Final = (
     "You pick which saved memories would help answer the user's next message. "
     "Answer with only a JSON list of memory names from the catalog, most useful first, "
@@ -99,22 +100,23 @@ class Selector:
     def rank(self, user_message: str) -> Iterator[IndexEntry]:
         """Every record matching a word of the message, best first (keyword strategy).
 
-        Lazy: the budget is usually full after the first few, so only a short head is
-        ranked; the rest is ranked only if the budget asks for more.
+        Lazy: the budget is usually full after the first few, and ranking the best few
+        reads far less of the index than ranking everything (`keyword.rank`). So the
+        best `2 * max_records` are ranked first, eight times as many if the budget asks
+        for more, and so on; each longer ranking starts with the shorter one.
         """
-        head = max(8 * self.policy.max_records, 64)
-        with self.store.index.reading() as index:
-            ranked = rank(index, user_message, head)
+        limit: int | None = 2 * max(self.policy.max_records, 1)
         given: set[str] = set()
-        for entry, _score in ranked:
-            given.add(entry.name)
-            yield entry
-        if len(ranked) == head:
+        while True:
             with self.store.index.reading() as index:
-                rest = rank(index, user_message)
-            for entry, _score in rest:
+                ranked = rank(index, user_message, limit)
+            for entry, _score in ranked:
                 if entry.name not in given:
+                    given.add(entry.name)
                     yield entry
+            if limit is None or len(ranked) < limit:
+                return
+            limit = limit * 8 if limit < _RANK_ALL else None
 
     async def _ask(self, user_message: str, diagnostics: list[str]) -> list[IndexEntry]:
         if self.provider is None:

@@ -240,7 +240,7 @@ class MemoryStore:
             with self._locked():
                 if self._index.entry(name) == entry:  # nobody re-indexed it meanwhile
                     with self._index.writing() as writer:
-                        writer.put(*index_record(record, stamp))
+                        writer.put([index_record(record, stamp)])
         return record
 
     # -- writing ---------------------------------------------------------------------
@@ -353,8 +353,7 @@ class MemoryStore:
         with self._index.writing() as writer:
             for name in deletes:
                 writer.delete(name)
-            for entry, terms in written:
-                writer.put(entry, terms)
+            writer.put(written)
             if files & invalid.keys():
                 writer.set_invalid(bad for file, bad in invalid.items() if file not in files)
             writer.set_directory(directory)
@@ -455,8 +454,7 @@ class MemoryStore:
         with index.writing() as writer:
             for name in found.removed:
                 writer.delete(name)
-            for entry, terms in found.put:
-                writer.put(entry, terms)
+            writer.put(found.put)
             writer.set_invalid(found.invalid[file] for file in sorted(found.invalid))
             writer.set_directory(directory)
 
