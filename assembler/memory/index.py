@@ -15,6 +15,7 @@ Tables:
               matched it
     records   per record: description, type, body length in characters, the file's
               (inode, mtime_ns, size) stamp, its weighted term count and term ids
+              (`pack_ids`)
     invalid   `.md` files that are not valid records, with their stamps and why, so a
               corrupt file is reported on every open without being re-read
     terms     every term with its document frequency
@@ -67,7 +68,7 @@ CREATE TABLE records (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, description TEXT NOT NULL,
     type TEXT NOT NULL, chars INTEGER NOT NULL, inode INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, length INTEGER NOT NULL,
-    terms TEXT NOT NULL);
+    terms BLOB NOT NULL);
 CREATE TABLE invalid (
     file TEXT PRIMARY KEY, inode INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL, message TEXT NOT NULL) WITHOUT ROWID;
@@ -347,7 +348,7 @@ class IndexWriter:
         for record_id, (entry, terms) in enumerate(records, start=last + 1):
             length = sum(terms.values())
             term_ids = [ids[term] for term in terms]
-            rows.append((record_id, *entry, length, " ".join(map(str, term_ids))))
+            rows.append((record_id, *entry, length, pack_ids(term_ids)))
             postings.extend(
                 (term_id, record_id, count, length)
                 for term_id, count in zip(term_ids, terms.values(), strict=True)
@@ -374,8 +375,8 @@ class IndexWriter:
         ).fetchone()
         if row is None:
             return False
-        record, length, encoded = row
-        term_ids = [int(term) for term in encoded.split()]
+        record, length, packed = row
+        term_ids = unpack_ids(packed)
         for chunk in _chunks(term_ids):
             marks = ",".join("?" * len(chunk))
             self._db.execute(
@@ -471,6 +472,35 @@ def _remove_index(path: Path) -> None:
     for leftover in (path, path.with_name(path.name + "-journal")):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
+
+
+def pack_ids(ids: Iterable[int]) -> bytes:
+    """Term ids, sorted, as varint-encoded gaps: the record's list of terms (needed to
+    delete its postings) in about two bytes a term instead of six as text."""
+    out = bytearray()
+    previous = 0
+    for value in sorted(ids):
+        gap = value - previous
+        previous = value
+        while gap >= 0x80:
+            out.append(gap & 0x7F | 0x80)
+            gap >>= 7
+        out.append(gap)
+    return bytes(out)
+
+
+def unpack_ids(packed: bytes) -> list[int]:
+    ids: list[int] = []
+    value = shift = previous = 0
+    for byte in packed:
+        value |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+            continue
+        previous += value
+        ids.append(previous)
+        value = shift = 0
+    return ids
 
 
 T = TypeVar("T")
