@@ -7,8 +7,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assembler.memory._index_writer import pack_ids, unpack_ids
 from assembler.memory._scan import IndexedRecord, index_record
-from assembler.memory.index import StoreIndex, pack_ids, unpack_ids
+from assembler.memory.index import StoreIndex
 from assembler.memory.records import make_record
 
 NAMES = [f"note-{i}" for i in range(6)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -437,3 +438,116 @@ def test_kill_9_during_adds_loses_no_committed_record(tmp_path: Path, round_: in
     assert_index_consistent(path)
     store.upsert(make_record("after-the-kill", "still works", "project", "yes"))
     assert_index_consistent(path)
+
+
+# -- when the index is trusted, and when the files are looked at again -------------------
+
+
+def test_an_open_that_finds_nothing_changed_reads_no_record_file(
+    policy: MemoryPolicy, rec: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore.open(policy.store, policy).upsert_many([rec("a"), rec("b")])
+    scanned: list[Path] = []
+    real_scandir = os.scandir
+
+    def watching(path: object) -> object:
+        scanned.append(Path(str(path)))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", watching)
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.names() == ("a", "b")
+    assert scanned == []  # the directory's stamp matched: no scan at all
+    (policy.store / "c.md").write_text(
+        "---\nname: c\ndescription: added by hand\ntype: user\n---\nhi\n"
+    )
+    assert MemoryStore.open(policy.store, policy).names() == ("a", "b", "c")
+    assert scanned == [policy.store]
+
+
+def test_a_running_session_sees_files_added_or_removed_by_hand(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert_many([rec("a"), rec("b")])
+    (policy.store / "b.md").unlink()
+    (policy.store / "c.md").write_text(
+        "---\nname: c\ndescription: added by hand\ntype: user\n---\nhi\n"
+    )
+    assert store.refresh() is True
+    assert store.names() == ("a", "c")
+    assert_index_consistent(policy.store)
+    assert store.refresh() is False
+
+
+def test_a_write_first_indexes_what_was_changed_by_hand(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert(rec("a"))
+    (policy.store / "by-hand.md").write_text(
+        "---\nname: by-hand\ndescription: added by hand\ntype: user\n---\nhi\n"
+    )
+    store.upsert(rec("b"))  # no refresh in between: the write checks the directory
+    assert store.names() == ("a", "b", "by-hand")
+    assert_index_consistent(policy.store)
+
+
+def test_an_edit_in_place_is_corrected_when_read_and_by_rescan(
+    policy: MemoryPolicy, rec: RecordFactory
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert_many([rec("a"), rec("b")])
+    directory = policy.store.stat().st_mtime_ns
+    for name in ("a", "b"):  # rewritten in place: the directory does not change
+        with open(policy.store / f"{name}.md", "r+", encoding="utf-8") as handle:
+            text = handle.read().replace(f"about {name}", f"edited {name}")
+            handle.seek(0)
+            handle.write(text)
+            handle.truncate()
+    assert policy.store.stat().st_mtime_ns == directory
+    reopened = MemoryStore.open(policy.store, policy)
+    assert reopened.entries["a"].description == "about a"  # not looked at yet
+    record = reopened.get("a")
+    assert record is not None and record.description == "edited a"  # the file, always
+    assert reopened.entries["a"].description == "edited a"  # and the index follows
+    assert reopened.entries["b"].description == "about b"
+    reopened.rescan()
+    assert reopened.entries["b"].description == "edited b"
+    assert_index_consistent(policy.store)
+
+
+def test_read_only_opens_write_nothing_whatever_state_the_index_is_in(
+    policy: MemoryPolicy, rec: RecordFactory, snapshot: Snapshot
+) -> None:
+    MemoryStore.open(policy.store, policy).upsert_many([rec("a"), rec("b")])
+    hand = policy.store / "c.md"
+    hand.write_text("---\nname: c\ndescription: by hand\ntype: user\n---\nhi\n")
+
+    def listing() -> dict[str, int]:
+        return {str(p): p.stat().st_mtime_ns for p in policy.store.rglob("*")}
+
+    cases = {
+        "stale": lambda: None,
+        "damaged": lambda: index_path(policy.store).write_text("not a database"),
+        "missing": lambda: shutil.rmtree(policy.store / ".index"),
+    }
+    for case, damage in cases.items():
+        damage()
+        before = listing()
+        looking = MemoryStore.open(policy.store, policy, read_only=True)
+        assert looking.names() == ("a", "b", "c"), case
+        assert looking.entries["c"].description == "by hand"
+        assert looking.refresh() is False
+        with pytest.raises(MemoryStoreError, match="read-only"):
+            looking.upsert(rec("d"))
+        looking.close()
+        assert listing() == before, case
+    assert not (policy.store / ".index").exists()
+    assert MemoryStore.open(policy.store, policy).names() == ("a", "b", "c")
+
+
+def test_read_only_open_of_a_missing_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+    looking = MemoryStore.open(tmp_path / "nowhere", read_only=True)
+    assert (len(looking), looking.names(), looking.diagnostics) == (0, (), ())
+    assert not (tmp_path / "nowhere").exists()
