@@ -169,7 +169,7 @@ class IndexKeeper:
         """Point a read-only store at the index on disk when it agrees with the files,
         else at a private copy (or a new index) in memory, reconciled there."""
         try:
-            disk: StoreIndex | None = StoreIndex.open_read_only(self.path)
+            disk: StoreIndex | None = StoreIndex.open_existing(self.path)
         except (FileNotFoundError, UnusableIndexError):
             disk = None
         if disk is not None:

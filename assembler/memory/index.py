@@ -172,15 +172,18 @@ class StoreIndex:
         return cls(connection, writable=True), found
 
     @classmethod
-    def open_read_only(cls, store: Path) -> StoreIndex:
-        """Open an existing index without writing anything (no journal, no new file).
+    def open_existing(cls, store: Path, *, writable: bool = False) -> StoreIndex:
+        """Open the index as it is, creating nothing. Read-only unless `writable`: then
+        nothing is written either, except by the caller's own writes. Raises
         `FileNotFoundError` when there is none, `UnusableIndexError` when it cannot be
-        used as it is."""
+        used as it is (damaged, another version, or a crashed writer's journal that a
+        read-only connection may not roll back)."""
         path = index_path(store)
         if not path.is_file():
             raise FileNotFoundError(path)
-        connection = _connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        return cls(_check(connection), writable=False)
+        mode = "rw" if writable else "ro"
+        connection = _connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True)
+        return cls(_check(connection), writable=writable)
 
     @classmethod
     def in_memory(cls, copy_of: StoreIndex | None = None) -> StoreIndex:
@@ -324,7 +327,10 @@ class StoreIndex:
 def _connect(target: str, *, uri: bool) -> sqlite3.Connection:
     # Autocommit mode: transactions are begun explicitly (`reading`, `writing`), so no
     # read ever holds a lock longer than its own statements.
-    connection = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+    try:
+        connection = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as e:
+        raise UnusableIndexError(str(e)) from e
     try:
         connection.execute("PRAGMA busy_timeout = 10000")
         # The rollback journal (not WAL): WAL keeps -wal and -shm files that a read-only

@@ -31,7 +31,7 @@ from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory.consolidation import ConsolidationResult, consolidate, needs_consolidation
 from assembler.memory.extraction import ExtractionResult, extract_memories, make_remember_tool
-from assembler.memory.selection import Selector
+from assembler.memory.selection import Selection, Selector
 from assembler.memory.store import MemoryStore
 from assembler.messages import ContextMessage, Message, UserMessage
 from assembler.prompt.renderer import MemoryEntry
@@ -92,7 +92,10 @@ class MemorySession:
             self.store.refresh()
         except MemoryStoreError as e:
             self._diagnostics.append(f"memory: {e}")
-        selection = await self._selector.select(user_message)
+        try:
+            selection = await self._selector.select(user_message)
+        except MemoryStoreError as e:  # memory must never break a turn
+            selection = Selection(diagnostics=(f"memory selection: {e}; none selected",))
         self._selected = selection.entries
         self._diagnostics.extend(selection.diagnostics)
         return self._selected

@@ -38,7 +38,14 @@ from assembler.errors import MemoryStoreError
 from assembler.files import fsync_directory
 from assembler.memory._scan import IndexedRecord, index_record, load_record
 from assembler.memory._sync import IndexKeeper, directory_stamp
-from assembler.memory.index import IndexEntry, IndexState, Stamp, StoreIndex, UnusableIndexError
+from assembler.memory.index import (
+    IndexEntry,
+    IndexFailureError,
+    IndexState,
+    Stamp,
+    StoreIndex,
+    UnusableIndexError,
+)
 from assembler.memory.journal import JOURNAL_FILE, encode_journal
 from assembler.memory.records import DEFAULT_MAX_BODY_BYTES, MemoryRecord, to_markdown
 
@@ -95,16 +102,36 @@ class MemoryStore(IndexKeeper):
             return store
         try:
             store.path.mkdir(parents=True, exist_ok=True)
-            store._root = os.path.realpath(store.path)
-            store._index, found = StoreIndex.open(store.path)
-        except (OSError, UnusableIndexError) as e:
-            reason = e.strerror if isinstance(e, OSError) else e
-            raise MemoryStoreError(f"cannot open the memory store {path}: {reason}") from e
-        if found == "damaged":
-            store._notes.append(f"{store.path}: the index was unreadable; rebuilt from the files")
-        store._ensure_current(force=found != "current")
+        except OSError as e:
+            raise MemoryStoreError(f"cannot create the memory store {path}: {e.strerror}") from e
+        store._root = os.path.realpath(store.path)
+        store._connect()
         store._seen(store._index.state())
         return store
+
+    def _connect(self) -> None:
+        """Open the index on disk, and bring it up to date if it does not agree with the
+        files. Only the first look is made without the lock: creating or replacing the
+        index is done under it, so two processes never replace each other's."""
+        try:
+            self._index = StoreIndex.open_existing(self.path, writable=True)
+        except (FileNotFoundError, UnusableIndexError):
+            pass
+        else:
+            if self._is_current(self._index.state()):
+                return
+        with self._locked():
+            self._index.close()
+            try:
+                self._index, found = StoreIndex.open(self.path)
+            except (OSError, UnusableIndexError) as e:
+                reason = e.strerror if isinstance(e, OSError) else e
+                raise MemoryStoreError(
+                    f"cannot open the memory index of {self.path}: {reason}"
+                ) from e
+            if found == "damaged":
+                self._notes.append(f"{self.path}: the index was unreadable; rebuilt from the files")
+            self._sync_locked(force=found != "current")
 
     def close(self) -> None:
         """Close the index; the store object is unusable afterwards."""
@@ -197,10 +224,13 @@ class MemoryStore(IndexKeeper):
         except MemoryStoreError as e:
             raise MemoryStoreError(f"{path}: {e}") from e
         if stamp != entry.stamp and not self.read_only:
-            with self._locked():
-                if self._index.entry(name) == entry:  # nobody re-indexed it meanwhile
-                    with self._index.writing() as writer:
-                        writer.put([index_record(record, stamp)])
+            try:
+                with self._locked():
+                    if self._index.entry(name) == entry:  # nobody re-indexed it meanwhile
+                        with self._index.writing() as writer:
+                            writer.put([index_record(record, stamp)])
+            except IndexFailureError as e:  # the record was read; the index can wait
+                self._notes.append(f"{self.path}: {e}")
         return record
 
     # -- writing ---------------------------------------------------------------------
@@ -306,15 +336,20 @@ class MemoryStore(IndexKeeper):
     def _update_index(self, written: Sequence[IndexedRecord], deletes: Sequence[str]) -> None:
         """Record a change that is already on disk, with the directory as it now is."""
         directory = directory_stamp(self.path)
-        invalid = self._index.invalid()
         files = {f"{entry.name}.md" for entry, _terms in written} | {f"{n}.md" for n in deletes}
-        with self._index.writing() as writer:
-            for name in deletes:
-                writer.delete(name)
-            writer.put(written)
-            if files & invalid.keys():
-                writer.set_invalid(bad for file, bad in invalid.items() if file not in files)
-            writer.set_directory(directory)
+        try:
+            invalid = self._index.invalid()
+            with self._index.writing() as writer:
+                for name in deletes:
+                    writer.delete(name)
+                writer.put(written)
+                if files & invalid.keys():
+                    writer.set_invalid(bad for file, bad in invalid.items() if file not in files)
+                writer.set_directory(directory)
+        except IndexFailureError as e:
+            # The change is on disk, which is what counts; the index still holds the
+            # directory's old stamp, so the next look at the store scans and repairs it.
+            self._notes.append(f"{self.path}: {e}; it is repaired from the files next time")
 
 
 class _Entries(Mapping[str, IndexEntry]):

@@ -16,6 +16,7 @@ from assembler.memory import (
     make_record,
     validate_record,
 )
+from assembler.memory.index import IndexFailureError, StoreIndex
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
@@ -248,3 +249,18 @@ def test_on_demand_without_a_model_is_a_diagnostic(make_policy: PolicyFactory, a
     else:
         asyncio.run(session.consolidate())
     assert session.take_diagnostics() == (f"memory {action.rstrip('e')}ion: no model to ask",)
+
+
+def test_an_index_failure_during_selection_is_a_diagnostic(
+    make_policy: PolicyFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = open_session(make_policy, injection="system")
+
+    def failing(*args: object) -> object:
+        raise IndexFailureError("the memory index failed: database is locked")
+
+    monkeypatch.setattr(StoreIndex, "term_stats", failing)
+    assert asyncio.run(session.select("deploy to staging")) == ()
+    assert session.take_diagnostics() == (
+        "memory selection: the memory index failed: database is locked; none selected",
+    )

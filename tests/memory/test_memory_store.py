@@ -18,7 +18,7 @@ from index_dump import index_dump
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory import MemoryRecord, MemoryStore, make_record
-from assembler.memory.index import index_path
+from assembler.memory.index import IndexFailureError, StoreIndex, index_path
 from assembler.memory.journal import JOURNAL_FILE
 from assembler.memory.keyword import record_terms
 from assembler.memory.records import from_markdown
@@ -551,3 +551,22 @@ def test_read_only_open_of_a_missing_store_is_empty_and_creates_nothing(tmp_path
     looking = MemoryStore.open(tmp_path / "nowhere", read_only=True)
     assert (len(looking), looking.names(), looking.diagnostics) == (0, (), ())
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_index_that_fails_during_a_write_does_not_lose_the_record(
+    policy: MemoryPolicy, rec: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore.open(policy.store, policy)
+    store.upsert(rec("a"))
+
+    def failing(self: StoreIndex) -> object:
+        raise IndexFailureError("the memory index failed: disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(StoreIndex, "writing", failing)
+        store.upsert(rec("b"))  # the file is the truth: the write succeeds
+    assert (policy.store / "b.md").exists()
+    assert any("disk I/O error; it is repaired" in d for d in store.diagnostics)
+    assert store.refresh() is True  # the directory moved on without the index
+    assert store.names() == ("a", "b")
+    assert_index_consistent(policy.store)
