@@ -5,7 +5,7 @@ record files and never the truth: deleted, damaged or from another `INDEX_VERSIO
 is rebuilt from them. It lives in a subdirectory so that its own writes (SQLite's
 rollback journal comes and goes beside it) never change the store directory's
 modification time, which the store uses to notice records added, removed or replaced
-behind its back (see `assembler.memory.store`).
+behind its back (see `assembler.memory._sync`).
 
 Tables:
 
