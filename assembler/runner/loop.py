@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -56,12 +57,16 @@ from assembler.runner.events import (
     UserMessageDelivered,
 )
 from assembler.runner.hooks import NoHooks, RunnerHooks, ToolCallRecord
+from assembler.runner.progress import ToolProgress
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
 DEFAULT_COMPACT_RESERVE = 16_384
+CANCEL_GRACE = 10.0
+"""Seconds a cancelled run waits for its tools to wind down (a command's processes
+killed, a sub-agent closed) before the cancellation goes on."""
 
 TraceSink = Callable[[ToolCallRecord], None]
 
@@ -333,7 +338,15 @@ class AgentRunner:
                     break
                 for call in message.tool_calls:
                     yield ToolCallProposed(call)
-                records = await self._execute_all(turn, message.tool_calls)
+                # what running tools send (a sub-agent's events) is yielded as it comes
+                progress = ToolProgress()
+                work = asyncio.ensure_future(
+                    self._execute_all(turn, message.tool_calls, progress.emit)
+                )
+                async with aclosing(progress.until(work)) as sent:
+                    async for event in sent:
+                        yield event
+                records = work.result()
                 for record in records:
                     if record.decision.blocked:
                         consecutive_blocks += 1
@@ -381,15 +394,21 @@ class AgentRunner:
         if done is None:
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
 
-    async def _execute_all(self, turn: int, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
+    async def _execute_all(
+        self,
+        turn: int,
+        calls: tuple[ToolCall, ...],
+        emit: Callable[[object], None] | None = None,
+    ) -> list[ToolCallRecord]:
         """Run the calls of one message concurrently; results keep the model's order.
 
         Every call gets a result message and a trace record, even when the run stops
         here: cancelled by the user, or an extension's `tool_result` handler failed
-        (the call may have run; the trace must say so). Then the error propagates.
+        (the call may have run; the trace must say so). Then the error propagates;
+        a cancellation waits (up to `CANCEL_GRACE`) for the tools to wind down first.
         """
         records = [ToolCallRecord(turn=turn, call=call) for call in calls]
-        tasks = [asyncio.ensure_future(self._execute(record)) for record in records]
+        tasks = [asyncio.ensure_future(self._execute(record, emit)) for record in records]
         try:
             outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         except asyncio.CancelledError:
@@ -399,6 +418,8 @@ class AgentRunner:
                 if record.final is None:
                     record.final = ToolResult("cancelled by the user", is_error=True)
             self._conclude(records)
+            if tasks:
+                await asyncio.wait(tasks, timeout=CANCEL_GRACE)
             raise
         self._conclude(records)
         failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
@@ -417,7 +438,9 @@ class AgentRunner:
             if self.parts.trace is not None:
                 self.parts.trace(record)
 
-    async def _execute(self, record: ToolCallRecord) -> ToolCallRecord:
+    async def _execute(
+        self, record: ToolCallRecord, emit: Callable[[object], None] | None = None
+    ) -> ToolCallRecord:
         call = record.call
         started = time.perf_counter()
         if self._steers:
@@ -449,7 +472,8 @@ class AgentRunner:
         try:
             # a copy of its own: a tool changing its arguments in place must not change
             # the proposal that the conversation and the audit trace record
-            raw = await tool.execute(thaw(call.arguments), self.tool_context)
+            context = replace(self.tool_context, call_id=call.id, emit=emit)
+            raw = await tool.execute(thaw(call.arguments), context)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool's own bug must not end the run

@@ -36,7 +36,9 @@ class ToolContext:
     """What a running tool may know about the agent: where it works and its limits.
 
     `env` is the environment for subprocesses the tool starts, already stripped of
-    provider credentials.
+    provider credentials. While the runner executes a call, `call_id` is the call's
+    id and `emit` sends events to the run's stream before the call ends (a
+    sub-agent's work, as `runner.events.SubagentEvent`s); None when nobody listens.
     """
 
     workspace: Path
@@ -44,6 +46,8 @@ class ToolContext:
     max_output_lines: int = DEFAULT_MAX_OUTPUT_LINES
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     env: Mapping[str, str] | None = None
+    call_id: str = ""
+    emit: Callable[[object], None] | None = None
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]
