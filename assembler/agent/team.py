@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from assembler.errors import Issue, ManifestError, UsageError
 from assembler.manifest.model import AgentToolSet, Manifest
+from assembler.tools.base import Tool, ToolFunction
 from assembler.validation.agent_tree import Lineage, describe_chain
 from assembler.validation.validator import validate_file
 
@@ -119,3 +120,32 @@ def _issue(manifest: Manifest, index: int, message: str) -> Issue:
     if manifest.source is not None:
         return manifest.source.issue(at, message)
     return Issue(str(manifest.path), message=message)
+
+
+TASK_PARAMETERS: Mapping[str, object] = {
+    "type": "object",
+    "properties": {
+        "task": {
+            "type": "string",
+            "description": "The task, with everything the agent needs to know: it sees "
+            "nothing of this conversation, only this text.",
+        }
+    },
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+def delegate_tool(delegate: Delegate, execute: ToolFunction) -> Tool:
+    """The tool `NAME(task)` of a sub-agent, the same in a dry run and a real build
+    (only `execute` differs), so `render` shows exactly what the model gets."""
+    first = delegate.description.strip().splitlines()[0] if delegate.description.strip() else ""
+    return Tool(
+        name=delegate.name,
+        description=delegate.description,
+        parameters=TASK_PARAMETERS,
+        execute=execute,
+        snippet=first,
+        guidelines=(),
+        source=f"agent:{delegate.spec.target}",
+    )

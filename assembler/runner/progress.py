@@ -14,7 +14,7 @@ pays for an empty queue.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from assembler.runner.events import SubagentEvent
@@ -32,7 +32,7 @@ class ToolProgress:
             raise TypeError(f"a tool can send sub-agent events only, not {type(event).__name__}")
         self._queue.put_nowait(event)
 
-    async def until(self, work: asyncio.Future[Any]) -> AsyncIterator[SubagentEvent]:
+    async def until(self, work: asyncio.Future[Any]) -> AsyncGenerator[SubagentEvent, None]:
         """Yield events until `work` (the calls) is done, then the ones still queued.
 
         Cancelled or closed early, it cancels `work` and waits for it: the calls answer

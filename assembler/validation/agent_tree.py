@@ -48,7 +48,7 @@ class ChildReport(Protocol):
 
 
 class ValidateChild(Protocol):
-    def __call__(self, path: Path, *, lineage: Lineage) -> ChildReport: ...
+    def __call__(self, path: Path, /, *, lineage: Lineage) -> ChildReport: ...
 
 
 def agent_entries(data: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
@@ -68,7 +68,9 @@ def own_depth_limit(data: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_MAX_DEPTH
 
 
-def check_agent_tree(ctx: CheckContext, lineage: Lineage, validate: ValidateChild) -> Iterator[Issue]:
+def check_agent_tree(
+    ctx: CheckContext, lineage: Lineage, validate: ValidateChild
+) -> Iterator[Issue]:
     """Validate every sub-agent of `ctx`'s manifest (recursively, through `validate`)
     and record the tool names they give it in `ctx.subagent_tools`."""
     entries = agent_entries(ctx.data)
@@ -114,6 +116,12 @@ def check_agent_tree(ctx: CheckContext, lineage: Lineage, validate: ValidateChil
                 count = f"{errors} error{'' if errors == 1 else 's'}"
                 yield ctx.issue(at, f"sub-agent {written} has {count} (reported at its own lines)")
             child = report.manifest
+        if child is not None and child.model is None:
+            yield ctx.issue(
+                at,
+                f"sub-agent {written} has no `model:`; a sub-agent runs on its own model "
+                "(`--model` changes only the agent it names)",
+            )
         if explicit is None and child is not None:
             name = AgentToolSet(target, written).tool_name(child)
             if TOOL_NAME.match(name):
