@@ -87,8 +87,8 @@ def validate_file(
         )
 
     # sub-agents first: the tool names they give this agent are active tools below
-    issues.extend(check_agent_tree(context, lineage, validate_child))
-    for check in (*ALL_CHECKS, check_permissions):
+    first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
+    for check in (*first, *ALL_CHECKS, check_permissions):
         issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
