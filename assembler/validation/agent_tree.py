@@ -122,7 +122,11 @@ def check_agent_tree(
                 f"sub-agent {written} has no `model:`; a sub-agent runs on its own model "
                 "(`--model` changes only the agent it names)",
             )
-        if explicit is None and child is not None:
+        if explicit is None and child is None:  # broken: its name, for the lint only
+            name = _raw_name(target)
+            if name is not None and TOOL_NAME.match(name):
+                ctx.subagent_tools.append(name)
+        elif explicit is None and child is not None:
             name = AgentToolSet(target, written).tool_name(child)
             if TOOL_NAME.match(name):
                 ctx.subagent_tools.append(name)
@@ -133,6 +137,12 @@ def check_agent_tree(
                     "tool name (letters, digits, `_`, `.` and `-`, not starting with a digit); "
                     "set `name:`",
                 )
+
+
+def _raw_name(path: Path) -> str | None:
+    document = parse_manifest(path, unset_variables="warning").document
+    name = document.data.get("name") if document and isinstance(document.data, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def describe_chain(paths: tuple[Path, ...]) -> str:
