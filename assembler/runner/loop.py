@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -254,13 +254,14 @@ class AgentRunner:
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
         self.running = True
-        try:
-            async for event in self._run(prompt, limit):
-                yield event
+        try:  # closed early, the run winds down (tools cancelled and settled) at once
+            async with aclosing(self._run(prompt, limit)) as events:
+                async for event in events:
+                    yield event
         finally:
             self.running = False
 
-    async def _run(self, prompt: str, limit: int) -> AsyncIterator[Event]:
+    async def _run(self, prompt: str, limit: int) -> AsyncGenerator[Event, None]:
         yield RunStart(prompt, self.label, self.endpoint)
         await self.parts.hooks.on_run_start(prompt)
         self._append(UserMessage(prompt))
