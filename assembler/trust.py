@@ -212,7 +212,9 @@ def check_trust(
         if store.is_trusted(root):
             continue
         # everything trusting `root` would cover, also what lies below it
-        listing = [item.description for item in code if item.root.is_relative_to(root)]
+        listing = list(
+            dict.fromkeys(item.description for item in code if item.root.is_relative_to(root))
+        )
         if trust is None and ask is not None and ask(root, listing):
             continue
         lines = "\n".join(f"  - {item}" for item in listing)

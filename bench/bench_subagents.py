@@ -60,9 +60,7 @@ async def delegations(root: Path, count: int, record: bool) -> float:
     from assembler.agent import build_agent
     from assembler.tools.base import ToolContext
 
-    lead = build_agent(
-        root / "lead.yaml", session_dir=root / "sessions", record_session=record
-    )
+    lead = build_agent(root / "lead.yaml", session_dir=root / "sessions", record_session=record)
     (child,) = lead.subagents
     context = ToolContext(root / "work", call_id="call_1")
     await child.run("warm up", context)  # the first build of that child in the process
