@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from assembler.agent.agent import Agent, RunResult
 from assembler.agent.build import build_agent
+from assembler.agent.subagents import Subagent
 
-__all__ = ["Agent", "RunResult", "build_agent"]
+__all__ = ["Agent", "RunResult", "Subagent", "build_agent"]

@@ -104,7 +104,8 @@ def check_agent_tree(
                 yield ctx.issue(
                     at,
                     f"sub-agent {written} is too deep: {describe_chain((*chain, resolved))} "
-                    f"nests {len(chain)} levels of sub-agents, and `limits.max_agent_depth` of "
+                    f"nests {len(chain)} level{'' if len(chain) == 1 else 's'} of sub-agents, "
+                    "and `limits.max_agent_depth` of "
                     f"{shown_path(limited_by or here)} allows {allowed}",
                 )
             child = parse_manifest(target, unset_variables="warning").manifest  # its name only

@@ -68,3 +68,34 @@ def test_without_the_sub_agent_its_tool_name_is_an_unknown_mention(
     parent.write_text(parent.read_text().replace("    - agent: child.yaml\n", "    - readonly\n"))
     result = assemble(capsys, "validate", str(parent))
     assert "mentions tool `child`, but no active tool has that name" in result.out
+
+
+def test_validate_refuses_a_cycle_naming_the_chain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = write_team(tmp_path)
+    child = tmp_path / "child.yaml"
+    child.write_text(child.read_text() + "tools:\n  sets:\n    - agent: parent.yaml\n")
+    monkeypatch.chdir(tmp_path)
+    result = assemble(capsys, "validate", parent.name)
+    assert result.code == 1
+    assert (
+        "child.yaml:7:14: error: sub-agents form a cycle: parent.yaml -> child.yaml -> "
+        "parent.yaml [tools.sets[0].agent]" in result.out.splitlines()
+    )
+
+
+def test_validate_refuses_a_tree_deeper_than_max_agent_depth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = write_team(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert assemble(capsys, "validate", parent.name).code == 0
+    parent.write_text(parent.read_text() + "limits: {max_agent_depth: 0}\n")
+    result = assemble(capsys, "validate", parent.name)
+    assert result.code == 1
+    assert result.out.splitlines()[0] == (
+        "parent.yaml:7:14: error: sub-agent child.yaml is too deep: parent.yaml -> "
+        "child.yaml nests 1 level of sub-agents, and `limits.max_agent_depth` of "
+        "parent.yaml allows 0 [tools.sets[0].agent]"
+    )
