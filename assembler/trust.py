@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -186,21 +186,34 @@ def check_trust(
     *,
     include_extensions: bool = True,
     store: TrustStore | None = None,
+    children: Sequence[tuple[str, Manifest]] = (),
 ) -> None:
     """Refuse to go on when project code would run in an untrusted directory.
 
     `trust=True` is the caller's explicit decision (`--trust`, or an SDK user who
     knows the code); otherwise the user's trust store decides, then `ask` (an
     interactive question per directory), and without either the answer is no.
+    `children` are the sub-agents below the manifest (path, manifest): their code is
+    listed with the parent's, so one question per directory covers the whole team.
     """
+    if trust is True:
+        return
     code = project_code(manifest, include_extensions=include_extensions)
-    if not code or trust is True:
+    for path, child in children:
+        code.extend(
+            ProjectCode(f"sub-agent {path}: {item.description}", item.root)
+            for item in project_code(child, include_extensions=include_extensions)
+        )
+    if not code:
         return
     store = store or TrustStore()
     for root in dict.fromkeys(item.root for item in code):
         if store.is_trusted(root):
             continue
-        listing = [item.description for item in code if item.root == root]
+        # everything trusting `root` would cover, also what lies below it
+        listing = list(
+            dict.fromkeys(item.description for item in code if item.root.is_relative_to(root))
+        )
         if trust is None and ask is not None and ask(root, listing):
             continue
         lines = "\n".join(f"  - {item}" for item in listing)

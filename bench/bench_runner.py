@@ -23,7 +23,8 @@ from _timing import REPO, assemble, process_medians, report
 from assembler.messages import AssistantMessage, ModelRequest, ResponseDone, ToolCall, UserMessage
 from assembler.prompt.provider import SystemPromptProvider
 from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
-from assembler.runner.loop import AgentRunner, RunParts
+from assembler.runner.loop import AgentRunner
+from assembler.runner.parts import RunParts
 from assembler.testing import ScriptedModel
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry

@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent, RunResult
     from assembler.agent.build import build_agent
+    from assembler.agent.subagents import Subagent
 
 _EXPORTS = {
     "Agent": "assembler.agent.agent",
     "RunResult": "assembler.agent.agent",
     "build_agent": "assembler.agent.build",
+    "Subagent": "assembler.agent.subagents",
 }
 
-__all__ = ["Agent", "RunResult", "build_agent"]
+__all__ = ["Agent", "RunResult", "Subagent", "build_agent"]
 
 
 def __getattr__(name: str) -> Any:

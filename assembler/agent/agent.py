@@ -20,6 +20,7 @@ from assembler.agent.conversation import (
     restore,
     session_store,
 )
+from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
 from assembler.messages import Message, Usage
@@ -72,6 +73,7 @@ class Agent:
         parts: AgentParts,
         assembly: Assembly,
         session: Session | None = None,
+        team: Team[Agent] | None = None,
     ) -> None:
         self.manifest = manifest
         self.provider = provider
@@ -84,12 +86,21 @@ class Agent:
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
+        self.team = team
+        if team is not None:
+            team.bind(self)
 
     # -- what the model sees -------------------------------------------------
 
     @property
     def name(self) -> str:
         return self.manifest.name
+
+    @property
+    def subagents(self) -> tuple[Subagent[Agent], ...]:
+        """The `agent:` tool sets: each one's tool, manifest and path (`lead/reviewer`);
+        `subagent.build()` builds the child directly."""
+        return self.team.subagents if self.team is not None else ()
 
     @property
     def snapshot(self) -> ResourceSnapshot:

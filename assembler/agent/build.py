@@ -31,6 +31,8 @@ from assembler.agent.model_choice import (
     shown_endpoint,
 )
 from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
+from assembler.agent.subagents import Team
+from assembler.agent.team import TeamMember, load_team
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
@@ -62,6 +64,7 @@ def build_agent(
     fork: str | None = None,
     permission_mode: PermissionMode = "default",
     approver: Approver | None = None,
+    team: TeamMember | None = None,
 ) -> Agent:
     """Build an agent from a manifest (or a manifest path), in the fixed order.
 
@@ -72,13 +75,22 @@ def build_agent(
     `approver` answers the manifest's `ask` permission rules (none: an ask is a deny);
     `permission_mode` changes what an ask becomes (`accept-edits`, `deny-asks`,
     `bypass`).
+    `team` is the sub-agent tree of `manifest` when a parent builds its child (the
+    tree is otherwise loaded here, and trust is decided for all of it at once).
     """
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
     environment = os.environ if env is None else env
 
     # 1. services
-    check_trust(manifest, trust, ask_trust, include_extensions=not (flags and flags.no_extensions))
+    member = team if team is not None else load_team(manifest, env=environment)
+    check_trust(
+        manifest,
+        trust,
+        ask_trust,
+        include_extensions=not (flags and flags.no_extensions),
+        children=[(m.path, m.manifest) for m in member.descendants()],
+    )
     choice = None if provider is not None else choose_model(manifest, model)
     model_provider = provider
     if choice is not None and is_builtin_provider(choice.provider):
@@ -86,7 +98,12 @@ def build_agent(
     recording = _session(manifest, session, fork, session_dir)
     if recording is None and record_session:
         recording = create_session(manifest, choice, provider, session_dir)
-    assembly = Assembly(manifest, trace_factory=trace_factory(recording))
+    subagents = Team(
+        member, build_agent, env=environment, flags=flags, permission_mode=permission_mode
+    )
+    assembly = Assembly(
+        manifest, trace_factory=trace_factory(recording), agent_tools=subagents.tools
+    )
 
     # 2. one resource snapshot
     loader = ResourceLoader(manifest, flags)
@@ -142,6 +159,7 @@ def build_agent(
         parts=parts,
         assembly=assembly,
         session=recording,
+        team=subagents,
     )
 
 

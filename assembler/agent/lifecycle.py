@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from assembler.agent.parts import AgentParts, assemble_parts
 from assembler.agent.services import TraceFactory
-from assembler.agent.tool_collection import clash
+from assembler.agent.tool_collection import AgentTools, clash
 from assembler.errors import Issue
 from assembler.extensions.loader import LoadedExtension, load_extensions
 from assembler.manifest.model import Manifest, MCPToolSet
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 class Assembly:
     manifest: Manifest
     trace_factory: TraceFactory | None = None
+    agent_tools: AgentTools | None = None
     extensions: list[LoadedExtension] = field(default_factory=list)
     mcp: MCPToolsets | None = None
     memory: MemorySession | None = None
@@ -77,6 +78,7 @@ class Assembly:
             memory=memory_source,
             trace_factory=self.trace_factory,
             extra_diagnostics=self.diagnostics,
+            agent_tools=self.agent_tools,
         )
 
     def rebuild(self, snapshot: ResourceSnapshot) -> AgentParts:

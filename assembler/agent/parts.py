@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assembler.agent.services import TraceFactory
-from assembler.agent.tool_collection import manifest_tools
+from assembler.agent.tool_collection import AgentTools, manifest_tools
 from assembler.errors import Issue
 from assembler.extensions.api import Command
 from assembler.extensions.hooks import ExtensionHooks
@@ -22,7 +22,7 @@ from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
-from assembler.runner.loop import TraceSink
+from assembler.runner.parts import TraceSink
 from assembler.tools.base import Tool
 from assembler.tools.registry import ToolRegistry
 
@@ -57,9 +57,10 @@ def assemble_parts(
     memory: MemorySource | None = None,
     trace_factory: TraceFactory | None = None,
     extra_diagnostics: Sequence[Issue] = (),
+    agent_tools: AgentTools | None = None,
 ) -> AgentParts:
     """Registry, prompt and hooks from one snapshot (see module doc for the order)."""
-    collection = manifest_tools(manifest, static=False)
+    collection = manifest_tools(manifest, static=False, agents=agent_tools)
     commands: dict[str, Command] = {}
     for extension in extensions:
         collection.extend(extension.registrations.tools)

@@ -9,18 +9,20 @@ reads the prompt the first request would carry.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from assembler.agent.team import TeamMember, delegate_tool, load_team
 from assembler.agent.tool_collection import manifest_tools
 from assembler.errors import Issue, ProviderError
-from assembler.manifest.model import Manifest, MCPToolSet
+from assembler.manifest.model import AgentToolSet, Manifest, MCPToolSet
 from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
-from assembler.tools.base import Tool
+from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.trust import TrustPrompt
 
 if TYPE_CHECKING:
@@ -57,12 +59,22 @@ def dry_run_unknowns(manifest: Manifest, flags: LoaderFlags) -> list[str]:
 
 
 def preview_dry_run(
-    manifest: Manifest, flags: LoaderFlags | None = None, *, user_input: str | None = None
+    manifest: Manifest,
+    flags: LoaderFlags | None = None,
+    *,
+    user_input: str | None = None,
+    team: TeamMember | None = None,
 ) -> Preview:
-    """Everything a dry run can know, reading files only."""
+    """Everything a dry run can know, reading files only. `team`: the sub-agent tree
+    of `manifest` (loaded here when not given), whose tools are known from files."""
     flags = flags or LoaderFlags()
     snapshot = ResourceLoader(manifest, flags).reload()
-    collection = manifest_tools(manifest, static=True)
+    member = team or load_team(manifest, env=os.environ, unset_variables="warning")
+
+    def agent_tools(spec: AgentToolSet) -> list[Tool]:
+        return [delegate_tool(d, _not_run) for d in member.delegates if d.spec is spec]
+
+    collection = manifest_tools(manifest, static=True, agents=agent_tools)
     unknowns = dry_run_unknowns(manifest, flags)
     memory = _dry_run_memory(manifest, user_input, unknowns)
     collection.extend(memory.tools)
@@ -114,6 +126,10 @@ def _dry_run_memory(
     return _MemoryPreview(selection.entries, tools, in_prompt)
 
 
+async def _not_run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+    return ToolResult("a dry run does not run sub-agents", is_error=True)
+
+
 def _describe(entry: MemoryEntry) -> str:
     return f"{entry.name} ({entry.type}): {entry.description}"
 
@@ -139,8 +155,10 @@ async def preview_live(
     ask_trust: TrustPrompt | None = None,
     session_dir: Path | None = None,
     user_input: str | None = None,
+    team: TeamMember | None = None,
 ) -> Preview:
-    """Build the real agent (extensions loaded, servers started) and read its prompt."""
+    """Build the real agent (extensions loaded, servers started) and read its prompt;
+    `team` when `manifest` is a sub-agent of the tree it comes from."""
     # Imported here: a dry run never builds an agent, and the build's imports (runner,
     # providers, extensions) would add to every `render --dry-run` start-up.
     from assembler.agent.build import build_agent
@@ -153,6 +171,7 @@ async def preview_live(
         trust=trust,
         ask_trust=ask_trust,
         session_dir=session_dir,
+        team=team,
     )
     try:
         await agent.start()

@@ -8,17 +8,20 @@ naming both sources, so a clash is never silent and never depends on timing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assembler.errors import Issue
-from assembler.manifest.model import BuiltinToolSet, Manifest, PythonToolSet
+from assembler.manifest.model import AgentToolSet, BuiltinToolSet, Manifest, PythonToolSet
 from assembler.tools.base import Tool
 from assembler.tools.builtin.sets import resolve_builtin
 from assembler.tools.python.tools import dry_run_python_tool, load_python_tool
 from assembler.tools.registry import ToolRegistry, dedupe_guidelines
 from assembler.trust import code_roots
+
+AgentTools = Callable[[AgentToolSet], Sequence[Tool]]
+"""The tool of a sub-agent tool set (`agent.subagents.Team.tools`, or a dry run's)."""
 
 
 @dataclass
@@ -66,6 +69,7 @@ def _describe(source: str) -> str:
         "mcp": f"MCP server `{name}`",
         "extension": f"extension `{name}`",
         "memory": "the memory policy",
+        "agent": f"sub-agent {name}",
     }.get(kind, source)
 
 
@@ -77,11 +81,15 @@ def builtin_tools(spec: BuiltinToolSet) -> list[Tool]:
     return list(tools)
 
 
-def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:
-    """Built-in and Python tools of the manifest, plus all manifest guidelines.
+def manifest_tools(
+    manifest: Manifest, *, static: bool, agents: AgentTools | None = None
+) -> ToolCollection:
+    """Built-in, Python and sub-agent tools of the manifest (in its order), plus all
+    manifest guidelines.
 
     With `static`, Python tools are described from their source without importing
-    it (`assemble render --dry-run`); their `execute` refuses to run.
+    it (`assemble render --dry-run`); their `execute` refuses to run. `agents` gives
+    a sub-agent set's tool; without it those sets add none.
     """
     collection = ToolCollection()
     for spec in manifest.tools.sets:
@@ -90,6 +98,8 @@ def manifest_tools(manifest: Manifest, *, static: bool) -> ToolCollection:
             collection.extend(builtin_tools(spec))
         elif isinstance(spec, PythonToolSet):
             collection.extend(python_tools(spec, code_roots(manifest), static=static))
+        elif isinstance(spec, AgentToolSet) and agents is not None:
+            collection.extend(agents(spec))
     collection.guidelines.extend(manifest.tools.guidelines)
     return collection
 

@@ -22,6 +22,8 @@ from assembler.runner.events import (
     ErrorEvent,
     Event,
     RunEnd,
+    RunStart,
+    SubagentEvent,
     TextDeltaEvent,
     ToolCallBlocked,
     ToolCallProposed,
@@ -86,26 +88,42 @@ class EventPrinter:
             self.pending.clear()
             if answer:
                 self._out(answer, nl=not answer.endswith("\n"))
-        elif isinstance(event, ToolCallProposed):
-            self._flush_narration()
-            self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")
-        elif isinstance(event, ToolCallBlocked):
-            self._err(
-                f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red"
-            )
-        elif isinstance(event, ToolCallResult) and event.executed:
-            lines = event.content.count("\n") + 1 if event.content else 0
-            status = "error" if event.is_error else "ok"
-            first = one_line(event.content.splitlines()[0] if event.content else "", 80)
-            self._err(
-                f"← {event.call.name} {status} ({lines} lines) {first}",
-                fg="red" if event.is_error else None,
-            )
-        elif isinstance(event, Diagnostic):
-            self._err(f"{event.severity}: {event.message}", fg="yellow")
-        elif isinstance(event, ErrorEvent):
-            self._err(f"error: {event.message}", fg="red")
         elif isinstance(event, RunEnd):
             self._end_line()
             if event.reason != "completed":
                 self._err(f"run ended: {event.reason}: {event.message}", fg="yellow")
+        else:
+            if isinstance(event, ToolCallProposed | SubagentEvent):
+                self._flush_narration()
+            activity = _activity(event)
+            if activity is not None:
+                text, fg = activity
+                self._err(text, fg, dim=isinstance(event, SubagentEvent))
+
+
+def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None] | None:
+    """The one line (and colour) of a tool call, a result, a diagnostic or an error;
+    of a sub-agent also its start and an end that was not a completion."""
+    if isinstance(event, ToolCallProposed):
+        return f"→ {event.call.name} {_arguments(event.call.arguments)}", "cyan"
+    if isinstance(event, ToolCallBlocked):
+        return f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", "red"
+    if isinstance(event, ToolCallResult) and event.executed:
+        lines = event.content.count("\n") + 1 if event.content else 0
+        status = "error" if event.is_error else "ok"
+        first = one_line(event.content.splitlines()[0] if event.content else "", 80)
+        return f"← {event.call.name} {status} ({lines} lines) {first}", (
+            "red" if event.is_error else None
+        )
+    if isinstance(event, Diagnostic):
+        return f"{event.severity}: {event.message}", "yellow"
+    if isinstance(event, ErrorEvent):
+        return f"error: {event.message}", "red"
+    if sub_agent and isinstance(event, RunStart):
+        return f"started: {one_line(event.prompt, 80)}", None
+    if sub_agent and isinstance(event, RunEnd) and event.reason != "completed":
+        return f"ended: {event.reason}: {event.message}", "yellow"
+    if isinstance(event, SubagentEvent):  # its text comes back as the call's result
+        inner = _activity(event.event, sub_agent=True)
+        return (f"  [{event.path}] {inner[0]}", inner[1]) if inner is not None else None
+    return None

@@ -64,6 +64,13 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
 @click.option(
     "--trust", is_flag=True, help="Trust the manifest's directory for this run (without --dry-run)."
 )
+@click.option(
+    "--agent",
+    "agent_path",
+    metavar="PATH",
+    help="Show this sub-agent instead, as a delegation builds it: tool names from "
+    "MANIFEST down (`reviewer`, `reviewer/helper`).",
+)
 @resource_options
 def render(
     manifest: Path,
@@ -75,19 +82,32 @@ def render(
     write_file: Path | None,
     user_input: str | None,
     trust: bool,
+    agent_path: str | None,
     **resources: Any,
 ) -> None:
-    """Show the exact system prompt and tool schemas of MANIFEST's first request."""
+    """Show the exact system prompt and tool schemas of MANIFEST's first request.
+
+    Example: assemble render --dry-run --agent reviewer agents/team/lead.yaml
+    """
+    import os
+    from dataclasses import replace
+
     from assembler.agent.preview import preview_dry_run, preview_live
+    from assembler.agent.team import load_team
 
     if write_file is not None and check_file is not None:
         raise click.UsageError("--write and --check exclude each other")
     flags = loader_flags(resources)
     # a dry run needs no secrets: an unset ${VAR} is a warning, as in `validate`
-    shown = load_reporting(manifest, flags, unset_variables="warning" if dry_run else "error")
-    loaded = shown.manifest
+    unset = "warning" if dry_run else "error"
+    shown = load_reporting(manifest, flags, unset_variables=unset)
+    team = load_team(shown.manifest, env=os.environ, unset_variables=unset)
+    if agent_path:  # as its parent builds it: `--skill` is for the named agent only
+        team = team.find(agent_path)
+        flags = replace(flags, explicit_skills=())
+    loaded = team.manifest
     if dry_run:
-        preview = preview_dry_run(loaded, flags, user_input=user_input)
+        preview = preview_dry_run(loaded, flags, user_input=user_input, team=team)
     else:
         import asyncio  # only the live preview runs an event loop; a dry run stays lean
 
@@ -98,6 +118,7 @@ def render(
                 trust=True if trust else None,
                 ask_trust=ask_trust,
                 user_input=user_input,
+                team=team,
             )
         )
     for issue in preview.diagnostics:

@@ -41,8 +41,12 @@ def validate(
     from assembler.validation.validator import find_manifests, validate_file
 
     files, issues = find_manifests(paths)
-    for file in files:
-        issues.extend(validate_file(file, skills_profile=skills_profile).issues)
+    seen = set(issues)  # a sub-agent is validated with its parent and on its own:
+    for file in files:  # each issue is reported once
+        for issue in validate_file(file, skills_profile=skills_profile).issues:
+            if issue not in seen:
+                seen.add(issue)
+                issues.append(issue)
     report = FORMATTERS[output_format](issues, len(files))
     # messages quote the manifests, which anyone may have written: never obeyed
     click.echo(terminal_safe_json(report) if output_format == "json" else terminal_safe(report))

@@ -17,6 +17,7 @@ from typing import Any
 from assembler.errors import Issue, ManifestError
 from assembler.manifest.interpolate import interpolate
 from assembler.manifest.model import (
+    AgentToolSet,
     BuiltinToolSet,
     ExtensionSpec,
     Limits,
@@ -196,6 +197,15 @@ class _ManifestBuilder:
             entries = item["python"]
             entries = [entries] if isinstance(entries, str | dict) else entries
             return PythonToolSet(tuple(_python_tool(e) for e in entries), guidelines)
+        if "agent" in item:
+            return AgentToolSet(
+                agent=self.resolve(item["agent"]),
+                target=item["agent"],
+                name=item.get("name"),
+                description=item.get("description"),
+                workspace=item.get("workspace", "own"),
+                guidelines=guidelines,
+            )
         server = item["mcp"]
         if isinstance(server, str):
             if server not in servers:

@@ -8,6 +8,7 @@ after loading; an agent is rebuilt from a manifest, never patched.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,9 @@ from typing import Any, Literal
 from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
 from assembler.messages import ForcedTool, ToolChoice
+
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+"""A tool name as the schema's `toolName` allows it."""
 
 SECTION_NAMES = ("identity", "tools", "workspace", "skills", "memory")
 _TOOL_CHOICES: Mapping[str, ToolChoice] = {"auto": "auto", "required": "required", "none": "none"}
@@ -108,7 +112,36 @@ class MCPToolSet:
     guidelines: tuple[str, ...] = ()
 
 
-ToolSetSpec = BuiltinToolSet | PythonToolSet | MCPToolSet
+@dataclass(frozen=True)
+class AgentToolSet:
+    """A sub-agent: the manifest at `agent` offered as the tool `name(task)`.
+
+    `name` and `description` default to the sub-agent's own (`None` here means "not
+    written"). `workspace` is `own` (the sub-agent's manifest decides) or `inherit`
+    (it works in this agent's workspace). `target` is the path as written.
+    """
+
+    agent: Path
+    target: str
+    name: str | None = None
+    description: str | None = None
+    workspace: Literal["own", "inherit"] = "own"
+    guidelines: tuple[str, ...] = ()
+
+    def tool_name(self, child: Manifest) -> str:
+        return self.name or child.name
+
+    def tool_description(self, child: Manifest) -> str:
+        """The entry's description, else the sub-agent's, else one saying what it is."""
+        return (
+            self.description
+            or child.description.strip()
+            or f"Hands a task to the `{child.name}` agent, which works on it alone and "
+            "answers with its result."
+        )
+
+
+ToolSetSpec = BuiltinToolSet | PythonToolSet | MCPToolSet | AgentToolSet
 
 
 @dataclass(frozen=True)
@@ -180,6 +213,7 @@ class Limits:
     context_window: int | None = None
     compact_reserve: int = 16_384
     permission_timeout: float = 300.0
+    max_agent_depth: int = 3
 
 
 @dataclass(frozen=True)

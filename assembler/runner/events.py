@@ -236,6 +236,26 @@ class Compacted:
         }
 
 
+@dataclass(frozen=True)
+class SubagentEvent:
+    """An event of a sub-agent's run, as it happens, tagged with the agent's path from
+    the agent that was built (`lead/reviewer`) and the id of the tool call running it.
+    A grandchild's events keep their one wrapper: the path says where they come from."""
+
+    kind: ClassVar[str] = "subagent"
+    path: str
+    event: Event
+    call_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "agent": self.path,
+            "call_id": self.call_id,
+            "event": self.event.to_dict(),
+        }
+
+
 Event = (
     RunStart
     | TurnStart
@@ -250,4 +270,5 @@ Event = (
     | UserMessageDelivered
     | Compacted
     | RunEnd
+    | SubagentEvent
 )

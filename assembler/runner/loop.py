@@ -12,14 +12,12 @@ the renderer's exceptions either: a broken data source must fail loudly
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import replace
 
 from assembler.errors import ContextOverflowError, ProviderError, RenderError
-from assembler.frozen import thaw
 from assembler.messages import (
     AssistantMessage,
     Message,
@@ -27,12 +25,11 @@ from assembler.messages import (
     ModelSettings,
     ResponseDone,
     TextDelta,
-    ToolCall,
-    ToolResultMessage,
     Usage,
     UserMessage,
 )
 from assembler.providers.base import ModelProvider
+from assembler.runner.calls import ToolCalls
 from assembler.runner.compaction import (
     DEFAULT_KEEP_TOKENS,
     plan_compaction,
@@ -56,15 +53,11 @@ from assembler.runner.events import (
     UserMessageDelivered,
 )
 from assembler.runner.hooks import (
-    CallDecision,
-    NoHooks,
     PermissionCheck,
-    RunnerHooks,
-    ToolCallRecord,
-    current_permission,
 )
+from assembler.runner.parts import RunnerParts, RunRecorder
+from assembler.runner.progress import ToolProgress
 from assembler.tools.base import ToolContext, ToolResult
-from assembler.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
@@ -72,49 +65,8 @@ DEFAULT_COMPACT_RESERVE = 16_384
 #: Tool calls of one assistant message that run at the same time (`limits.max_parallel_tools`).
 DEFAULT_MAX_PARALLEL_TOOLS = 8
 
-TraceSink = Callable[[ToolCallRecord], None]
 
-
-class RunnerParts(Protocol):
-    """What the runner reads before every request: the prompt provider, the tool
-    registry, the hooks and the trace sink, always from one resource snapshot. An
-    agent swaps them as one object on reload, so the prompt and the tool schemas can
-    never come from two snapshots."""
-
-    @property
-    def prompt(self) -> Callable[[], str]: ...
-    @property
-    def registry(self) -> ToolRegistry: ...
-    @property
-    def hooks(self) -> RunnerHooks: ...
-    @property
-    def trace(self) -> TraceSink | None: ...
-
-
-@dataclass
-class RunParts:
-    """`RunnerParts` for a runner used on its own (tests, benchmarks, embedding)."""
-
-    prompt: Callable[[], str]
-    registry: ToolRegistry
-    hooks: RunnerHooks = field(default_factory=NoHooks)
-    trace: TraceSink | None = None
-
-
-class RunRecorder(Protocol):
-    """Told of every change to the conversation as it happens, before anything else
-    runs: a session file records an assistant message with its tool calls before the
-    tools execute, so a run killed mid-tool leaves a transcript that says so."""
-
-    def message(self, message: Message, usage: Usage | None) -> None: ...
-
-    def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None: ...
-
-
-SKIPPED_FOR_STEER = "skipped: the user sent a new instruction before this tool started"
-
-
-class AgentRunner:
+class AgentRunner(ToolCalls):
     """Runs prompts against a model with the tools of a registry.
 
     `messages` is the conversation so far; `run()` appends to it as it goes, so a
@@ -262,13 +214,14 @@ class AgentRunner:
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
         self.running = True
-        try:
-            async for event in self._run(prompt, limit):
-                yield event
+        try:  # closed early, the run winds down (tools cancelled and settled) at once
+            async with aclosing(self._run(prompt, limit)) as events:
+                async for event in events:
+                    yield event
         finally:
             self.running = False
 
-    async def _run(self, prompt: str, limit: int) -> AsyncIterator[Event]:
+    async def _run(self, prompt: str, limit: int) -> AsyncGenerator[Event, None]:
         yield RunStart(prompt, self.label, self.endpoint)
         await self.parts.hooks.on_run_start(prompt)
         self._append(UserMessage(prompt))
@@ -346,7 +299,15 @@ class AgentRunner:
                     break
                 for call in message.tool_calls:
                     yield ToolCallProposed(call)
-                records = await self._execute_all(turn, message.tool_calls)
+                # what running tools send (a sub-agent's events) is yielded as it comes
+                progress = ToolProgress()
+                work = asyncio.ensure_future(
+                    self._execute_all(turn, message.tool_calls, progress.emit)
+                )
+                async with aclosing(progress.until(work)) as sent:
+                    async for event in sent:
+                        yield event
+                records = work.result()
                 for record in records:
                     if record.decision.blocked:
                         consecutive_blocks += 1
@@ -393,110 +354,3 @@ class AgentRunner:
             yield event
         if done is None:
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
-
-    async def _execute_all(self, turn: int, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
-        """Run the calls of one message concurrently, at most `max_parallel_tools` at a
-        time (in the model's order); results keep the model's order.
-
-        Every call gets a result message and a trace record, even when the run stops
-        here: cancelled by the user, or an extension's `tool_result` handler failed
-        (the call may have run; the trace must say so). Then the error propagates.
-        """
-        records = [ToolCallRecord(turn=turn, call=call) for call in calls]
-        slots = asyncio.Semaphore(self.max_parallel_tools)
-
-        async def execute(record: ToolCallRecord) -> ToolCallRecord:
-            async with slots:
-                return await self._execute(record)
-
-        tasks = [asyncio.ensure_future(execute(record)) for record in records]
-        try:
-            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            for record in records:
-                if record.final is None:
-                    record.final = ToolResult("cancelled by the user", is_error=True)
-            self._conclude(records)
-            raise
-        self._conclude(records)
-        failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
-        if failure is not None:
-            raise failure
-        return records
-
-    def _conclude(self, records: list[ToolCallRecord]) -> None:
-        """Append each call's result message and write its trace record, in order."""
-        for record in records:
-            final = record.final or ToolResult("the call did not finish", is_error=True)
-            record.final = final
-            self._append(
-                ToolResultMessage(record.call.id, record.call.name, final.content, final.is_error)
-            )
-            if self.parts.trace is not None:
-                self.parts.trace(record)
-
-    async def _execute(self, record: ToolCallRecord) -> ToolCallRecord:
-        call = record.call
-        started = time.perf_counter()
-        if self._steers:
-            record.final = ToolResult(SKIPPED_FOR_STEER, is_error=True)
-            return record
-        if call.arguments is None:
-            record.final = ToolResult(
-                f"tool `{call.name}` was not run: its arguments are not a JSON object "
-                f"({call.arguments_error or 'invalid JSON'}). Send the arguments again as JSON.",
-                is_error=True,
-            )
-            return record
-        tool = self.parts.registry.get(call.name)
-        if tool is None:
-            known = ", ".join(self.parts.registry.names()) or "none"
-            record.final = ToolResult(
-                f"there is no tool named `{call.name}`; available tools: {known}", is_error=True
-            )
-            return record
-        if self.permissions is not None:
-            record.permission = await self.permissions.check(call, tool)
-            current_permission.set(record.permission)
-            if not record.permission.allowed:
-                record.decision = CallDecision(True, record.permission.reason, "permissions")
-                record.final = ToolResult(
-                    f"tool call denied by the permissions: {record.permission.reason}",
-                    is_error=True,
-                    details={"blocked_by": "permissions", "rule": record.permission.rule},
-                )
-                return record
-        record.decision = await self.parts.hooks.before_tool_call(call)
-        if record.decision.blocked:
-            record.final = ToolResult(
-                f"tool call blocked by {record.decision.blocked_by}: {record.decision.reason}",
-                is_error=True,
-                details={"blocked_by": record.decision.blocked_by},
-            )
-            return record
-        if self.parts.trace is not None:  # a run killed mid-tool still leaves this
-            record.phase = "started"
-            self.parts.trace(record)
-            record.phase = "done"
-        record.executed = True
-        try:
-            # a copy of its own: a tool changing its arguments in place must not change
-            # the proposal that the conversation and the audit trace record
-            raw = await tool.execute(thaw(call.arguments), self.tool_context)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a tool's own bug must not end the run
-            raw = ToolResult(f"tool `{call.name}` failed: {type(e).__name__}: {e}", is_error=True)
-        record.raw_result = raw
-        record.duration_ms = (time.perf_counter() - started) * 1000
-        try:
-            outcome = await self.parts.hooks.after_tool_result(call, raw)
-        except Exception as e:
-            record.final = ToolResult(f"the result was withheld: {e}", is_error=True)
-            record.notes.append(f"tool_result processing failed: {e}")
-            raise
-        record.final = outcome.result
-        record.rewritten_by = outcome.rewritten_by
-        return record

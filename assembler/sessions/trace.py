@@ -145,6 +145,12 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     raw = record.get("raw_result")
     if raw is not None:
         lines.append(f"  raw result: {one_line(raw.get('content', ''), 200)}")
+        child = raw.get("details") or {}
+        if isinstance(child, dict) and child.get("trace_file"):  # a sub-agent's own trace
+            lines.append(
+                f"  sub-agent {child.get('agent')}: session {child.get('session')}, "
+                f"trace {child['trace_file']}"
+            )
     if record.get("rewritten_by"):
         lines.append(f"  rewritten by: {', '.join(record['rewritten_by'])}")
     saw = record.get("model_saw") or {}

@@ -37,7 +37,10 @@ class ToolContext:
 
     `env` is the environment for subprocesses the tool starts: the allowlisted base
     plus the manifest's `tools.env` (`assembler.tools.environment.tool_environment`).
-    `timeout` bounds every call of every built-in tool.
+    `timeout` bounds every call of every built-in tool. While the runner executes a
+    call, `call_id` is the call's id and `emit` sends events to the run's stream
+    before the call ends (a sub-agent's work, as `runner.events.SubagentEvent`s);
+    None when nobody listens.
     """
 
     workspace: Path
@@ -45,6 +48,8 @@ class ToolContext:
     max_output_lines: int = DEFAULT_MAX_OUTPUT_LINES
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     env: Mapping[str, str] | None = None
+    call_id: str = ""
+    emit: Callable[[object], None] | None = None
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

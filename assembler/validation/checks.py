@@ -36,6 +36,8 @@ class CheckContext:
     skills_profile: str = "lenient"
     explicit_skills: Sequence[Path] = ()
     skills: tuple[Any, ...] = field(default=())
+    subagent_tools: list[str] = field(default_factory=list)
+    """Tool names the manifest's sub-agents give it (filled by `check_agent_tree`)."""
 
     @property
     def base(self) -> Path:
@@ -142,7 +144,7 @@ def _check_tool_choice(ctx: CheckContext, choice: Any) -> Iterator[Issue]:
     tool = choice.get("tool") if isinstance(choice, dict) else None
     if not isinstance(tool, str):
         return
-    names, open_ended = active_tool_names(ctx.data)
+    names, open_ended = active_tool_names(ctx.data, ctx.subagent_tools)
     sets = _items(_mapping(ctx.data.get("tools")).get("sets"))
     if open_ended or any(isinstance(s, dict) and "python" in s for s in sets) or tool in names:
         return
@@ -345,14 +347,17 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
-def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
-    """The tool names a manifest makes active, and whether more may come at run time
-    (MCP servers and extensions add tools only known once they run)."""
+def active_tool_names(
+    data: Mapping[str, Any], subagents: Sequence[str] = ()
+) -> tuple[set[str], bool]:
+    """The tool names a manifest makes active (with its `subagents`' tool names), and
+    whether more may come at run time (MCP servers and extensions add tools only
+    known once they run)."""
     from assembler.tools.builtin.names import BUILTIN_SETS
 
     tools = _mapping(data.get("tools"))
     sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]
-    names: set[str] = set()
+    names: set[str] = set(subagents)
     open_ended = bool(_items(data.get("extensions")))
     for item in _items(sets):
         if isinstance(item, str):
@@ -384,7 +389,7 @@ def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
 
 
 def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
-    names, open_ended = active_tool_names(ctx.data)
+    names, open_ended = active_tool_names(ctx.data, ctx.subagent_tools)
     active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
     later = "; MCP servers or extensions may still add it at run time" if open_ended else ""
 

@@ -37,7 +37,7 @@ def check_permissions(ctx: CheckContext) -> Iterator[Issue]:
     section = ctx.data.get("permissions")
     if not isinstance(section, dict):
         return
-    names, open_ended = active_tool_names(ctx.data)
+    names, open_ended = active_tool_names(ctx.data, ctx.subagent_tools)
     servers = _mcp_servers(ctx.data)
     parsed: list[tuple[Verdict, int, Rule]] = []
     for verdict in PRECEDENCE:

@@ -15,6 +15,7 @@ from pathlib import Path
 from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
+from assembler.validation.agent_tree import ROOT, Lineage, check_agent_tree
 from assembler.validation.checks import ALL_CHECKS, CheckContext
 from assembler.validation.permissions import check_permissions
 
@@ -42,8 +43,13 @@ def validate_file(
     skills_profile: str = "lenient",
     explicit_skills: Sequence[Path] = (),
     display: str | None = None,
+    lineage: Lineage = ROOT,
 ) -> FileReport:
-    """All issues of one manifest: YAML, schema, then the checks beyond the schema."""
+    """All issues of one manifest: YAML, schema, then the checks beyond the schema.
+
+    Sub-agent manifests are validated too, with their own issues; `lineage` is the
+    chain of manifests above this one when it is itself a sub-agent.
+    """
     shown = display or display_path(path)
     parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
     if parsed.document is None:
@@ -70,7 +76,19 @@ def validate_file(
     # A value the schema rejected is not checked again (`module: a-b` is not a module
     # name; "module `a-b` not found" would only repeat that).
     rejected = {i.path for i in parsed.issues if i.severity == "error" and i.path}
-    for check in (*ALL_CHECKS, check_permissions):
+
+    def validate_child(child: Path, *, lineage: Lineage) -> FileReport:
+        return validate_file(
+            child,
+            env=env,
+            unset_variables=unset_variables,
+            skills_profile=skills_profile,
+            lineage=lineage,
+        )
+
+    # sub-agents first: the tool names they give this agent are active tools below
+    first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
+    for check in (*first, *ALL_CHECKS, check_permissions):
         issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)

@@ -21,9 +21,9 @@ from assembler.messages import (
     Usage,
     UserMessage,
 )
+from assembler.runner.calls import SKIPPED_FOR_STEER
 from assembler.runner.compaction import SUMMARY_SYSTEM_PROMPT, summary_message
 from assembler.runner.events import Compacted, RunEnd, ToolCallResult, UserMessageDelivered
-from assembler.runner.loop import SKIPPED_FOR_STEER
 from assembler.sessions.context import INTERRUPTED
 from assembler.sessions.store import Session
 from assembler.testing import FunctionModel, ScriptedModel, reply, text, tool_call

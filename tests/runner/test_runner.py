@@ -21,7 +21,8 @@ from assembler.runner.events import (
     TurnStart,
     UsageEvent,
 )
-from assembler.runner.loop import AgentRunner, RunParts
+from assembler.runner.loop import AgentRunner
+from assembler.runner.parts import RunParts
 from assembler.testing import FunctionModel, ScriptedModel, text, tool_call
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry

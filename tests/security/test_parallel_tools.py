@@ -20,7 +20,8 @@ from procs import live_processes_with
 
 from assembler import build_agent, load_manifest
 from assembler.runner.events import ToolCallResult
-from assembler.runner.loop import AgentRunner, RunParts
+from assembler.runner.loop import AgentRunner
+from assembler.runner.parts import RunParts
 from assembler.testing import ScriptedModel, reply, text, tool_call
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry

@@ -206,3 +206,26 @@ def test_bash_does_not_see_the_manifests_key_variable(
     result = next(e for e in asyncio.run(go()) if isinstance(e, ToolCallResult))
     assert "ORDINARY_SETTING=visible" in result.content
     assert "sk-do-not-leak" not in result.content
+
+
+def test_one_question_lists_the_code_below_the_directory_it_trusts(tmp_path: Path) -> None:
+    """Trusting the manifest's directory also trusts a workspace below it: the one
+    question lists the workspace's code too, each item once."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "wsmod.py").write_text("def helper(x: str) -> str:\n    return x\n")
+    (tmp_path / "ext.py").write_text("def setup(api, options):\n    pass\n")
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: a\nidentity: Hi.\nworkspace: ws\n"
+        "tools:\n  sets:\n    - python: wsmod:helper\nextensions:\n  - path: ext.py\n"
+    )
+    asked: list[tuple[Path, list[str]]] = []
+
+    def ask(directory: Path, code: list[str]) -> bool:
+        asked.append((directory, code))
+        TrustStore().add(directory)
+        return True
+
+    check_trust(load_manifest(tmp_path / "agent.yaml"), None, ask)
+    assert asked == [
+        (tmp_path.resolve(), ["extension file ext.py", "Python tool wsmod:helper (ws/wsmod.py)"])
+    ]

@@ -82,4 +82,5 @@ def test_folder_cases_are_found_as_manifests_by_validate() -> None:
     """`assemble validate tests/manifest/corpus/valid` finds the same cases the test runs."""
     found, issues = find_manifests([CORPUS / "valid"])
     assert issues == []
-    assert sorted(found) == VALID
+    sub_agents = [CORPUS / "valid" / "team" / "reviewer.yaml"]  # validated with `team` too
+    assert sorted(found) == sorted([*VALID, *sub_agents])
