@@ -7,9 +7,10 @@ frozen so a message handed to an extension or a provider cannot change history.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from itertools import islice
+from typing import Any, Literal, overload
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,63 @@ class ModelSettings:
     tool_choice: ToolChoice | None = None
 
 
+class History(Sequence[Message]):
+    """The first `length` messages of a conversation list, without copying them.
+
+    The runner only ever appends to its conversation list (compaction and resuming
+    bind a new list), so a view of its first `length` items never changes: a request
+    can carry the history in constant time however long the run gets, where copying it
+    into a tuple made every turn slower than the one before.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self._items, self._length)
+
+    def __reversed__(self) -> Iterator[Message]:
+        return (self._items[i] for i in range(self._length - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, History | tuple | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"History({list(self)!r})"
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One request to a model: the system prompt of this turn, history, tool schemas."""
 
     model: str
     system: str
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
+    """The conversation: a tuple, or a `History` view of the runner's list."""
     tools: tuple[ToolSchema, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
 

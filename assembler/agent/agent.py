@@ -222,7 +222,7 @@ class Agent:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
-        self.runner.messages[:] = restored.messages
+        self.runner.messages = list(restored.messages)  # a new list: see messages.History
         self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
         self.runner.context_tokens = 0
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from assembler.errors import ContextOverflowError, ProviderError, RenderError
 from assembler.messages import (
     AssistantMessage,
+    History,
     Message,
     ModelRequest,
     ModelSettings,
@@ -200,7 +201,7 @@ class AgentRunner(ToolCalls):
         )
         tokens_before = self.context_tokens or plan.tokens_before
         kept = self.messages[plan.cut :]
-        self.messages[:] = [summary_message(summary.text), *kept]
+        self.messages = [summary_message(summary.text), *kept]  # a new list: see History
         self.context_tokens = 0
         self.usage = self.usage + summary.usage
         if self.recorder is not None:
@@ -343,7 +344,8 @@ class AgentRunner(ToolCalls):
         request = ModelRequest(
             model=self.model_name,
             system=system,
-            messages=tuple(messages),
+            # the conversation list is only appended to, so a view is a snapshot
+            messages=History(self.messages) if messages is self.messages else tuple(messages),
             tools=self.parts.registry.schemas(),
             settings=self.settings,
         )

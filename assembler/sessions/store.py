@@ -113,13 +113,15 @@ class Session:
         self.leaf = leaf
         self.skipped = 0
         """Bad lines skipped by the last `entries()` (or by opening the session)."""
+        self._read: tuple[tuple[int, int, int], list[Entry]] | None = None
 
     @classmethod
     def load(cls, path: Path) -> Session:
         """Open an existing session file; the leaf is the last entry in it."""
-        header, entries, skipped = read_session_file(path)
-        session = cls(path, header, entries[-1].id if entries else None)
-        session.skipped = skipped
+        session = cls(path, {})
+        entries = session.entries()
+        session.header = session._header
+        session.leaf = entries[-1].id if entries else None
         return session
 
     @property
@@ -173,9 +175,22 @@ class Session:
         return self.append("message", payload, parent_id, fsync=fsync)
 
     def entries(self) -> list[Entry]:
-        """Every readable entry in file order; bad lines are counted in `skipped`."""
-        _, entries, self.skipped = read_session_file(self.path)
-        return entries
+        """Every readable entry in file order; bad lines are counted in `skipped`.
+
+        The file is read again only when it changed since the last read (an append,
+        here or by another process, changes its size and mtime): opening a session and
+        building its conversation read it once."""
+        try:
+            info = self.path.stat()
+        except OSError:
+            info = None
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns) if info is not None else None
+        if stamp is not None and self._read is not None and self._read[0] == stamp:
+            return list(self._read[1])
+        self._header, entries, self.skipped = read_session_file(self.path)
+        if stamp is not None:
+            self._read = (stamp, entries)
+        return list(entries)
 
     def branch(self, leaf_id: str | None = None) -> list[Entry]:
         """The entries from the root down to `leaf_id` (default: the current leaf).
