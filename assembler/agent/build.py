@@ -30,7 +30,14 @@ from assembler.agent.model_choice import (
     is_builtin_provider,
     shown_endpoint,
 )
-from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
+from assembler.agent.services import (
+    check_extras,
+    create_session,
+    create_telemetry,
+    key_variables,
+    open_memory,
+    trace_factory,
+)
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
 from assembler.providers.base import ModelProvider
@@ -71,6 +78,7 @@ def build_agent(
     environment = os.environ if env is None else env
 
     # 1. services
+    check_extras(manifest)  # no prompt for trust when the run cannot start anyway
     check_trust(manifest, trust, ask_trust, include_extensions=not (flags and flags.no_extensions))
     choice = None if provider is not None else choose_model(manifest, model)
     model_provider = provider
@@ -79,7 +87,8 @@ def build_agent(
     recording = _session(manifest, session, fork, session_dir)
     if recording is None and record_session:
         recording = create_session(manifest, choice, provider, session_dir)
-    assembly = Assembly(manifest, trace_factory=trace_factory(recording))
+    telemetry = create_telemetry(manifest, choice, provider, environment)
+    assembly = Assembly(manifest, trace_factory=trace_factory(recording), telemetry=telemetry)
 
     # 2. one resource snapshot
     loader = ResourceLoader(manifest, flags)
@@ -97,7 +106,7 @@ def build_agent(
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
-        provider=model_provider,
+        provider=model_provider if telemetry is None else telemetry.wrap_provider(model_provider),
         parts=parts,
         tool_context=ToolContext(
             workspace=manifest.workspace.resolve(),
@@ -116,7 +125,7 @@ def build_agent(
     )
     if choice is not None:
         runner.endpoint = shown_endpoint(choice, environment)
-    return Agent(
+    agent = Agent(
         manifest=manifest,
         provider=model_provider,
         loader=loader,
@@ -125,6 +134,9 @@ def build_agent(
         assembly=assembly,
         session=recording,
     )
+    if telemetry is not None:  # spans name the session the agent is in at the time
+        telemetry.conversation = lambda: agent.session.id if agent.session else None
+    return agent
 
 
 def _session(

@@ -19,11 +19,13 @@ from assembler.agent.services import TraceFactory
 from assembler.agent.tool_collection import clash
 from assembler.errors import Issue
 from assembler.extensions.loader import LoadedExtension, load_extensions
+from assembler.extras import requires
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.memory.hooks import MemoryHooks
 from assembler.providers.registry import ProviderRegistry
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import RunnerHooks
+from assembler.telemetry import AgentTelemetry
 from assembler.tools.base import Tool
 from assembler.trust import code_roots
 
@@ -42,6 +44,7 @@ class Assembly:
     memory: MemorySession | None = None
     diagnostics: list[Issue] = field(default_factory=list)
     providers: ProviderRegistry = field(default_factory=ProviderRegistry.builtin)
+    telemetry: AgentTelemetry | None = None
 
     @property
     def workspace(self) -> Path:
@@ -77,6 +80,7 @@ class Assembly:
             memory=memory_source,
             trace_factory=self.trace_factory,
             extra_diagnostics=self.diagnostics,
+            telemetry=self.telemetry,
         )
 
     def rebuild(self, snapshot: ResourceSnapshot) -> AgentParts:
@@ -94,7 +98,8 @@ class Assembly:
         if not sets or self.mcp is not None:
             return
         # Imported here: agents without MCP servers never load the MCP SDK.
-        from assembler.mcp.toolset import connect_tool_sets
+        with requires("mcp", f"MCP server `{sets[0].server.name}`"):
+            from assembler.mcp.toolset import connect_tool_sets
 
         self.mcp = await connect_tool_sets(sets, self.workspace, strict=False)
         join_late_tools(parts, self.mcp.tools)

@@ -23,6 +23,7 @@ from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
 from assembler.runner.loop import TraceSink
+from assembler.telemetry import AgentTelemetry
 from assembler.tools.base import Tool
 from assembler.tools.registry import ToolRegistry
 
@@ -57,6 +58,7 @@ def assemble_parts(
     memory: MemorySource | None = None,
     trace_factory: TraceFactory | None = None,
     extra_diagnostics: Sequence[Issue] = (),
+    telemetry: AgentTelemetry | None = None,
 ) -> AgentParts:
     """Registry, prompt and hooks from one snapshot (see module doc for the order)."""
     collection = manifest_tools(manifest, static=False)
@@ -75,7 +77,9 @@ def assemble_parts(
         timeout=manifest.limits.hook_timeout,
         tool_sources=sources,
     )
-    hooks = HookChain([*extra_hooks, extension_hooks])
+    hooks: RunnerHooks = HookChain([*extra_hooks, extension_hooks])
+    if telemetry is not None:  # spans around the whole chain, which decides as before
+        hooks = telemetry.wrap_hooks(hooks)
     return AgentParts(
         snapshot=snapshot,
         registry=registry,

@@ -1,0 +1,30 @@
+"""OpenTelemetry GenAI spans for agent runs, through `opentelemetry-api` only.
+
+Three spans, named and attributed as the OpenTelemetry GenAI semantic conventions
+say (`gen_ai.*`):
+
+    invoke_agent <agent>      one per run (`AgentRunner.run`), INTERNAL
+      chat <model>            one per model request, CLIENT
+      execute_tool <tool>     one per tool call that reached the hooks, INTERNAL
+
+Extension and permission decisions are span events on `execute_tool`
+(`assembler.tool_call.blocked`, `assembler.tool_result.rewritten`). Prompts, messages,
+tool arguments and results are recorded only when `ASSEMBLER_OTEL_CONTENT=1`.
+
+The API is a no-op until the application (or `opentelemetry-instrument`) installs an
+SDK's tracer provider. Without `opentelemetry-api` installed, `AgentTelemetry.create`
+returns None and nothing is wrapped: tracing costs nothing. With it installed, the API
+is imported at the first run, never at start-up. The audit trace
+(`sessions/trace.py`) is unchanged and independent of this.
+
+Modules: `state` (`AgentTelemetry`: what every span of one agent shares; imports no
+OpenTelemetry), `hooks` (runs and tool calls, around the runner's hooks), `provider`
+(model requests, around the provider), `otel` (the API calls they share), `content`
+(messages in the conventions' JSON shapes).
+"""
+
+from __future__ import annotations
+
+from assembler.telemetry.state import CONTENT_VARIABLE, AgentTelemetry, otel_installed
+
+__all__ = ["CONTENT_VARIABLE", "AgentTelemetry", "otel_installed"]
