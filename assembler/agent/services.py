@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from assembler.extras import require
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.providers.base import ModelProvider
-from assembler.providers.endpoints import effective_base_url
+from assembler.providers.endpoints import OFFICIAL_BASE_URLS, effective_base_url
 from assembler.telemetry import AgentTelemetry
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ def check_extras(manifest: Manifest) -> None:
             require("mcp", f"MCP server `{spec.server.name}`")
 
 
-_OFFICIAL_ENDPOINTS = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
-
-
 def create_telemetry(
     manifest: Manifest,
     choice: ModelChoice | None,
@@ -49,7 +46,7 @@ def create_telemetry(
     if choice is not None:
         provider_name, model = choice.provider, choice.name
         endpoint = effective_base_url(choice.provider, choice.base_url, env)
-        endpoint = endpoint or _OFFICIAL_ENDPOINTS.get(choice.provider)
+        endpoint = endpoint or OFFICIAL_BASE_URLS.get(choice.provider)
     else:  # a ready provider (`build_agent(provider=...)`): its `provider:model` name
         provider_name, _, model = (provider.name if provider else "").partition(":")
         endpoint = None

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
+from wire.openai_server import OpenAIServer, stream
 
 from assembler.agent.build import build_agent
 from assembler.runner.events import RunEnd
@@ -371,3 +372,39 @@ def test_a_cancelled_run_ends_its_spans(tmp_path: Path, exporter: InMemorySpanEx
 async def _drain(stream: Any) -> None:
     async for _ in stream:
         pass
+
+
+def test_an_openai_request_through_the_sdk(
+    tmp_path: Path, exporter: InMemorySpanExporter, openai_server: OpenAIServer
+) -> None:
+    """A real SDK request to the loopback server: the provider, the server and the
+    usage the server reported are on the `chat` span."""
+    openai_server.add(stream("Hello", " there.", usage=(31, 4)))
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        "version: 1\nname: greeter\nidentity: You greet.\n"
+        f"model:\n  provider: openai\n  name: gpt-test\n  base_url: {openai_server.base_url}\n"
+        "tools:\n  sets: []\n"
+    )
+    agent = build_agent(load_manifest(manifest), record_session=False)
+
+    async def go() -> str:
+        async with agent:
+            return (await agent.prompt("hi")).text
+
+    assert asyncio.run(go()) == "Hello there."
+    (chat,) = by_name(exporter)["chat gpt-test"]
+    host, port = openai_server.base_url.split("//")[1].split("/")[0].split(":")
+    assert attrs(chat) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.agent.name": "greeter",
+        "gen_ai.request.model": "gpt-test",
+        "gen_ai.request.stream": True,
+        "server.address": host,
+        "server.port": int(port),
+        "gen_ai.response.time_to_first_chunk": attrs(chat)["gen_ai.response.time_to_first_chunk"],
+        "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.usage.input_tokens": 31,
+        "gen_ai.usage.output_tokens": 4,
+    }
