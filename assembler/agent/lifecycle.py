@@ -25,7 +25,6 @@ from assembler.memory.hooks import MemoryHooks
 from assembler.providers.registry import ProviderRegistry
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import RunnerHooks
-from assembler.telemetry import AgentTelemetry
 from assembler.tools.base import Tool
 from assembler.trust import code_roots
 
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from assembler.mcp.toolset import MCPToolsets
     from assembler.memory.session import MemorySession
     from assembler.messages import Message
+    from assembler.telemetry import AgentTelemetry
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from assembler.agent.services import TraceFactory
 from assembler.agent.tool_collection import manifest_tools
@@ -23,9 +24,11 @@ from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
 from assembler.runner.loop import TraceSink
-from assembler.telemetry import AgentTelemetry
 from assembler.tools.base import Tool
 from assembler.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from assembler.telemetry import AgentTelemetry
 
 
 @dataclass
