@@ -33,7 +33,7 @@ from opentelemetry.util._once import Once
 from assembler.messages import AssistantMessage, ToolCall
 from assembler.runner.hooks import NoHooks
 from assembler.runner.loop import AgentRunner, RunParts
-from assembler.telemetry import AgentTelemetry
+from assembler.telemetry import AgentTelemetry, wrap_hooks, wrap_provider
 from assembler.testing import ScriptedModel
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
@@ -55,10 +55,10 @@ def runner(turns: int, telemetry: AgentTelemetry | None) -> AgentRunner:
     parts = RunParts(
         lambda: "## identity\nBench.",
         registry,
-        hooks if telemetry is None else telemetry.wrap_hooks(hooks),
+        hooks if telemetry is None else wrap_hooks(hooks, telemetry),
     )
     return AgentRunner(
-        provider=provider if telemetry is None else telemetry.wrap_provider(provider),
+        provider=provider if telemetry is None else wrap_provider(provider, telemetry),
         parts=parts,
         tool_context=ToolContext(Path("/ws")),
         max_turns=turns + 1,

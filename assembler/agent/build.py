@@ -37,6 +37,7 @@ from assembler.agent.services import (
     key_variables,
     open_memory,
     trace_factory,
+    traced_provider,
 )
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
@@ -106,7 +107,7 @@ def build_agent(
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
-        provider=model_provider if telemetry is None else telemetry.wrap_provider(model_provider),
+        provider=traced_provider(model_provider, telemetry),
         parts=parts,
         tool_context=ToolContext(
             workspace=manifest.workspace.resolve(),

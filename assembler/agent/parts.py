@@ -82,7 +82,10 @@ def assemble_parts(
     )
     hooks: RunnerHooks = HookChain([*extra_hooks, extension_hooks])
     if telemetry is not None:  # spans around the whole chain, which decides as before
-        hooks = telemetry.wrap_hooks(hooks)
+        # Imported here: `render --dry-run` imports this module and never traces.
+        from assembler.telemetry import wrap_hooks
+
+        hooks = wrap_hooks(hooks, telemetry)
     return AgentParts(
         snapshot=snapshot,
         registry=registry,

@@ -63,6 +63,15 @@ def create_telemetry(
     )
 
 
+def traced_provider(provider: ModelProvider, telemetry: AgentTelemetry | None) -> ModelProvider:
+    """The runner's provider: with a `chat` span per request when the agent has telemetry."""
+    if telemetry is None:
+        return provider
+    from assembler.telemetry import wrap_provider  # as in `create_telemetry`
+
+    return wrap_provider(provider, telemetry)
+
+
 def key_variables(manifest: Manifest, choice: ModelChoice | None) -> list[str]:
     """Variables holding the agent's own API keys, whatever they are called."""
     names = [manifest.model.api_key_env] if manifest.model and manifest.model.api_key_env else []

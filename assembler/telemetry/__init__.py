@@ -25,6 +25,29 @@ OpenTelemetry), `hooks` (runs and tool calls, around the runner's hooks), `provi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from assembler.telemetry.state import CONTENT_VARIABLE, AgentTelemetry, otel_installed
 
-__all__ = ["CONTENT_VARIABLE", "AgentTelemetry", "otel_installed"]
+if TYPE_CHECKING:
+    from assembler.providers.base import ModelProvider
+    from assembler.runner.hooks import RunnerHooks
+
+__all__ = ["CONTENT_VARIABLE", "AgentTelemetry", "otel_installed", "wrap_hooks", "wrap_provider"]
+
+
+def wrap_hooks(hooks: RunnerHooks, telemetry: AgentTelemetry) -> RunnerHooks:
+    """`hooks` with an `invoke_agent` span per run and an `execute_tool` span per call
+    around them; what they decide is unchanged."""
+    # Imported here, for an agent that has telemetry: the modules that import
+    # OpenTelemetry stay out of every command's start-up.
+    from assembler.telemetry.hooks import TracedHooks
+
+    return TracedHooks(hooks, telemetry)
+
+
+def wrap_provider(provider: ModelProvider, telemetry: AgentTelemetry) -> ModelProvider:
+    """`provider` with a `chat` span around every request it streams."""
+    from assembler.telemetry.provider import TracedProvider  # as in `wrap_hooks`
+
+    return TracedProvider(provider, telemetry)

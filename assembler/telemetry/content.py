@@ -45,7 +45,7 @@ def text_messages(role: str, text: str) -> str:
     return to_json([{"role": role, "parts": [{"type": "text", "content": text}]}])
 
 
-def arguments(value: Mapping[str, Any] | None, raw: str) -> str:
+def arguments_json(value: Mapping[str, Any] | None, raw: str) -> str:
     return to_json(dict(value)) if value is not None else raw
 
 

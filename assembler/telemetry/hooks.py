@@ -23,7 +23,7 @@ from opentelemetry.trace import Span
 
 from assembler.messages import AssistantMessage, Message, ToolCall
 from assembler.runner.hooks import CallDecision, ResultOutcome, RunnerHooks
-from assembler.telemetry import content
+from assembler.telemetry.content import arguments_json, text_messages
 from assembler.telemetry.otel import SpanKind, fail, in_context, start
 from assembler.telemetry.state import AgentTelemetry, RunState
 from assembler.tools.base import ToolResult
@@ -89,7 +89,7 @@ class TracedHooks:
             attributes=attributes,
         )
         if telemetry.content and span.is_recording():
-            span.set_attribute("gen_ai.input.messages", content.text_messages("user", prompt))
+            span.set_attribute("gen_ai.input.messages", text_messages("user", prompt))
         telemetry.run = RunState(span, in_context(span), asyncio.current_task())
         await self.inner.on_run_start(prompt)
 
@@ -166,7 +166,7 @@ class TracedHooks:
         )
         if telemetry.content and span.is_recording():
             span.set_attribute(
-                "gen_ai.tool.call.arguments", content.arguments(call.arguments, call.raw_arguments)
+                "gen_ai.tool.call.arguments", arguments_json(call.arguments, call.raw_arguments)
             )
         tool = _ToolSpan(call, span)
         _TOOL_SPAN.set(tool)
@@ -186,9 +186,7 @@ def _end_run(run: RunState, reason: str, with_content: bool) -> None:
         span.set_attribute("gen_ai.usage.input_tokens", run.usage.input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", run.usage.output_tokens)
         if with_content and run.answer:
-            span.set_attribute(
-                "gen_ai.output.messages", content.text_messages("assistant", run.answer)
-            )
+            span.set_attribute("gen_ai.output.messages", text_messages("assistant", run.answer))
     if reason == "error":
         fail(span, run.error_type or "_OTHER")
     span.end()

@@ -17,7 +17,7 @@ from opentelemetry.trace import Span
 
 from assembler.messages import ModelRequest, ResponseDone, StreamEvent
 from assembler.providers.base import ModelProvider
-from assembler.telemetry import content
+from assembler.telemetry.content import input_messages, output_messages, system_instructions
 from assembler.telemetry.otel import SpanKind, fail, start
 from assembler.telemetry.state import AgentTelemetry
 
@@ -90,10 +90,8 @@ class TracedProvider:
             attributes=attributes,
         )
         if telemetry.content and span.is_recording():
-            span.set_attribute(
-                "gen_ai.system_instructions", content.system_instructions(request.system)
-            )
-            span.set_attribute("gen_ai.input.messages", content.input_messages(request.messages))
+            span.set_attribute("gen_ai.system_instructions", system_instructions(request.system))
+            span.set_attribute("gen_ai.input.messages", input_messages(request.messages))
         return span
 
     def _done(self, span: Span, done: ResponseDone) -> None:
@@ -112,5 +110,5 @@ class TracedProvider:
             span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens)
         if self.telemetry.content:
             span.set_attribute(
-                "gen_ai.output.messages", content.output_messages(done.message, done.stop_reason)
+                "gen_ai.output.messages", output_messages(done.message, done.stop_reason)
             )

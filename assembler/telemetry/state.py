@@ -5,8 +5,8 @@ wrapper (model requests) both hold it: the run span they parent their spans to l
 here, passed explicitly rather than through the ambient context, so a span never
 leaks into the caller's context across the runner's `yield`s.
 
-This module never imports OpenTelemetry; `wrap_hooks` and `wrap_provider` load the
-modules that do, and only when `opentelemetry-api` is installed.
+This module never imports OpenTelemetry: `assembler.telemetry.wrap_hooks` and
+`wrap_provider` load the modules that do, and only for an agent that has telemetry.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
-
-    from assembler.providers.base import ModelProvider
-    from assembler.runner.hooks import RunnerHooks
 
 CONTENT_VARIABLE = "ASSEMBLER_OTEL_CONTENT"
 """Set to 1 to record prompts, messages, tool arguments and results on spans."""
@@ -98,21 +95,6 @@ class AgentTelemetry:
             server_port=port,
             content=(env or {}).get(CONTENT_VARIABLE, "").strip() == "1",
         )
-
-    def wrap_hooks(self, hooks: RunnerHooks) -> RunnerHooks:
-        """`hooks` with an `invoke_agent` span per run and an `execute_tool` span per
-        call around them; what they decide is unchanged."""
-        # Imported here, once an agent is built with the API installed: the modules
-        # that import OpenTelemetry stay out of every command's start-up.
-        from assembler.telemetry.hooks import TracedHooks
-
-        return TracedHooks(hooks, self)
-
-    def wrap_provider(self, provider: ModelProvider) -> ModelProvider:
-        """`provider` with a `chat` span around every request it streams."""
-        from assembler.telemetry.provider import TracedProvider  # as in `wrap_hooks`
-
-        return TracedProvider(provider, self)
 
     def common(self) -> dict[str, AttributeValue]:
         """Attributes every span carries: provider, agent and conversation."""
