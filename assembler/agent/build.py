@@ -100,14 +100,15 @@ def build_agent(
     if model_provider is None:  # a provider that an extension registers
         assert choice is not None
         model_provider = create_model_provider(choice, environment, assembly.providers)
-    assembly.memory = open_memory(manifest, model_provider, choice)
+    traced = traced_provider(model_provider, telemetry)  # `chat` spans, memory's included
+    assembly.memory = open_memory(manifest, traced, choice)
     parts = assembly.parts(snapshot)
 
     # 4. the runner
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
-        provider=traced_provider(model_provider, telemetry),
+        provider=traced,
         parts=parts,
         tool_context=ToolContext(
             workspace=manifest.workspace.resolve(),

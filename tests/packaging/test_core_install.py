@@ -122,6 +122,21 @@ def test_a_missing_provider_sdk_is_one_line(
     assert (ran.returncode, ran.stderr) == (1, f"error: {message}\n")
 
 
+def test_a_manifest_naming_an_openai_model_names_the_openai_extra(
+    core: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: helper\nidentity: You help.\nmodel: openai:gpt-4o-mini\n"
+    )
+    assert assemble(core, "validate", "agent.yaml", cwd=tmp_path).returncode == 0
+    assert assemble(core, "render", "--dry-run", "agent.yaml", cwd=tmp_path).returncode == 0
+    ran = assemble(core, "run", "agent.yaml", "-p", "hi", cwd=tmp_path)
+    assert (ran.returncode, ran.stderr) == (
+        1,
+        "error: openai:gpt-4o-mini needs the OpenAI SDK: pip install 'agent-assembler[openai]'\n",
+    )
+
+
 def test_a_manifest_with_an_mcp_server_names_the_mcp_extra(core: Path, tmp_path: Path) -> None:
     (tmp_path / "replies.yaml").write_text("- text: hello\n")
     (tmp_path / "agent.yaml").write_text(
