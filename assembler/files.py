@@ -29,16 +29,24 @@ def fsync_directory(directory: Path) -> None:
 
 
 def atomic_write(
-    path: Path, data: bytes, *, sync_directory: bool = True, temp_prefix: str = ".tmp-"
+    path: Path,
+    data: bytes,
+    *,
+    sync_directory: bool = True,
+    temp_prefix: str = ".tmp-",
+    mode: int | None = None,
 ) -> None:
     """Replace `path` with `data` so that no reader ever sees a partial file.
 
-    The file is created with mode 0666 minus the umask, like any file the user makes.
+    The file is created with mode 0666 minus the umask, like any file the user makes,
+    or with `mode` when given (to keep the permissions of the file it replaces).
     Raises `OSError`; callers turn it into their own error type.
     """
     temp = path.with_name(f"{temp_prefix}{path.name}.{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        if mode is not None:
+            os.chmod(temp, mode)  # not fchmod: it does not exist on Windows
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -26,9 +26,8 @@ from pathlib import Path
 from assembler.errors import TrustError
 from assembler.files import atomic_write
 from assembler.manifest.model import Manifest, MCPToolSet, PythonToolSet
-from assembler.providers.registry import is_local_url
 from assembler.python_refs import locate_module
-from assembler.urls import display_url
+from assembler.urls import display_url, is_local_url
 from assembler.user_dirs import default_config_dir
 
 TRUST_FILE = "trust.json"

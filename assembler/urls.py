@@ -25,3 +25,17 @@ def display_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether `url` points at this machine (Ollama, llama.cpp, LM Studio, vLLM...)."""
+    if not url:
+        return False
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")

@@ -3,11 +3,13 @@ a busy machine should not move the figure)."""
 
 from __future__ import annotations
 
+import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +42,40 @@ def process_medians(
             samples[name].append(time.perf_counter() - start)
             if done.returncode not in (0, 1):
                 raise SystemExit(f"{name} failed: {done.stderr.decode()[-500:]}")
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def warm_bytecode_env(cache: Path) -> dict[str, str]:
+    """The environment of an installed package: bytecode compiled once (into `cache`,
+    so the checkout stays clean) and reused, whatever PYTHONDONTWRITEBYTECODE says."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+def process_cpu(
+    commands: Mapping[str, Sequence[str]],
+    *,
+    runs: int = 15,
+    env: Mapping[str, str] | None = None,
+    cwd: Path = REPO,
+) -> dict[str, float]:
+    """Median CPU time (user + sys, from `getrusage(RUSAGE_CHILDREN)`) of each command,
+    run interleaved; CPU time, unlike wall time, hardly moves with the machine's load."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(2):  # warm the OS caches and the bytecode cache
+        for command in commands.values():
+            subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+    for _ in range(runs):
+        for name, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr.decode()[-500:]}")
+            samples[name].append(
+                after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            )
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

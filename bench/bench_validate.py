@@ -1,39 +1,49 @@
-"""`assemble validate`: one manifest as a whole process, and 1,000 in one process.
+"""`assemble validate`: one manifest as a whole process, 1,000 in one process, and
+manifests with 10, 100 and 1,000 Python tools or skills.
 
-Targets (issue 2): the process within 1.5x of `python -c "import yaml, jsonschema,
-jinja2, click"` measured in the same run; under 2 ms per manifest in one process.
-Run: `python bench/bench_validate.py`.
+Targets: the process within 1.2x of the CPU time of `python -c "import yaml,
+jsonschema, jinja2, click"` measured in the same run, with warm bytecode (issue 12;
+issue 2 asked for 1.5x of wall time); under 2 ms per manifest in one process
+(issue 2); the cost per tool and per skill at 1,000 within 2x of the cost at 100
+(issue 12). Run: `python bench/bench_validate.py [--runs N]`.
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
-from _timing import REPO, assemble, baseline_imports, process_medians, report
+from _projects import scale
+from _timing import REPO, assemble, baseline_imports, process_cpu, report, warm_bytecode_env
 
 from assembler.validation.validator import validate_file
 
 
-def whole_process() -> None:
-    medians = process_medians(
-        {
-            "baseline: python -c 'import yaml, jsonschema, jinja2, click'": baseline_imports(),
-            "assemble validate agents/shipping-fixer.yaml": assemble(
-                "validate", "agents/shipping-fixer.yaml"
-            ),
-        }
-    )
-    (base_name, base), (name, ours) = medians.items()
+def whole_process(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-validate-pyc-") as cache:
+        cpu = process_cpu(
+            {
+                "baseline: python -c 'import yaml, jsonschema, jinja2, click'": (
+                    baseline_imports()
+                ),
+                "assemble validate agents/shipping-fixer.yaml": assemble(
+                    "validate", "agents/shipping-fixer.yaml"
+                ),
+            },
+            runs=runs,
+            env=warm_bytecode_env(Path(cache)),
+        )
+    (base_name, base), (name, ours) = cpu.items()
     report(
-        "validate one manifest, whole process (median of 15)",
+        f"validate one manifest, whole process (median CPU of {runs}, warm bytecode)",
         [
             (base_name, f"{base * 1000:.1f} ms"),
             (name, f"{ours * 1000:.1f} ms"),
-            ("ratio", f"{ours / base:.2f}x (target <= 1.5x)"),
+            ("ratio", f"{ours / base:.2f}x (target <= 1.2x)"),
         ],
     )
 
@@ -76,5 +86,9 @@ def thousand_in_process() -> None:
 
 
 if __name__ == "__main__":
-    whole_process()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="process runs per command")
+    args = parser.parse_args()
+    whole_process(args.runs)
     thousand_in_process()
+    scale(["validate"], runs=max(args.runs // 2, 3))

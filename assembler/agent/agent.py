@@ -23,6 +23,7 @@ from assembler.agent.conversation import (
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
 from assembler.messages import Message, Usage
+from assembler.permissions.gate import Approver, PermissionGate
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
 from assembler.runner.events import (
@@ -248,6 +249,22 @@ class Agent:
         )
         self.use_session(restore(session))
         return session
+
+    # -- permissions ----------------------------------------------------------------------
+
+    @property
+    def permissions(self) -> PermissionGate | None:
+        """The manifest's permission rules at run time (None without `permissions`)."""
+        gate = self.runner.permissions
+        return gate if isinstance(gate, PermissionGate) else None
+
+    def set_approver(self, approver: Approver | None, *, timeout: float | None = None) -> None:
+        """Who answers `ask` rules from now on (None: nobody, so an ask is a deny), and
+        how long to wait for an answer (RPC and ACP clients; a person is not hurried)."""
+        gate = self.permissions
+        if gate is not None:
+            gate.approver = approver
+            gate.timeout = timeout
 
     def _session_dir(self) -> Path | None:
         return self.session.path.parent if self.session is not None else None

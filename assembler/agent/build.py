@@ -40,7 +40,9 @@ from assembler.agent.services import (
     traced_provider,
 )
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest
+from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader
@@ -48,7 +50,7 @@ from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
-from assembler.tools.environment import scrub_environment
+from assembler.tools.environment import tool_environment
 from assembler.trust import TrustPrompt, check_trust
 from assembler.validation.load import load_manifest
 
@@ -66,6 +68,8 @@ def build_agent(
     env: Mapping[str, str] | None = None,
     session: str | Path | Session | None = None,
     fork: str | None = None,
+    permission_mode: PermissionMode = "default",
+    approver: Approver | None = None,
 ) -> Agent:
     """Build an agent from a manifest (or a manifest path), in the fixed order.
 
@@ -73,6 +77,9 @@ def build_agent(
     `assembler.testing.ScriptedModel`); `model` overrides it by name. `session` (an
     id, id prefix, path or open `Session`) continues an existing session exactly as
     it was sent; with `fork` (an entry id of it), a new session starts from that entry.
+    `approver` answers the manifest's `ask` permission rules (none: an ask is a deny);
+    `permission_mode` changes what an ask becomes (`accept-edits`, `deny-asks`,
+    `bypass`).
     """
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
@@ -115,18 +122,29 @@ def build_agent(
             timeout=limits.tool_timeout,
             max_output_lines=limits.max_output_lines,
             max_output_bytes=limits.max_output_bytes,
-            env=scrub_environment(environment, also=key_variables(manifest, choice)),
+            env=tool_environment(
+                environment,
+                passthrough=manifest.tools.env.passthrough,
+                assigned=manifest.tools.env.set,
+                also_secret=key_variables(manifest, choice),
+            ),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
+        max_parallel_tools=limits.max_parallel_tools,
         context_window=window,
         compact_reserve=limits.compact_reserve,
         keep_tokens=min(DEFAULT_KEEP_TOKENS, window // 4) if window else DEFAULT_KEEP_TOKENS,
     )
     if choice is not None:
         runner.endpoint = shown_endpoint(choice, environment)
+    if manifest.permissions != PermissionsSpec() or permission_mode != "default":
+        policy = PermissionPolicy.from_spec(
+            manifest.permissions, workspace=manifest.workspace.resolve(), mode=permission_mode
+        )
+        runner.permissions = PermissionGate(policy, approver)
     agent = Agent(
         manifest=manifest,
         provider=model_provider,

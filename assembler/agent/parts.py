@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from assembler.agent.services import TraceFactory
 from assembler.agent.tool_collection import manifest_tools
@@ -24,11 +23,9 @@ from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
 from assembler.runner.loop import TraceSink
+from assembler.telemetry import AgentTelemetry, wrap_hooks, wrap_trace
 from assembler.tools.base import Tool
 from assembler.tools.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from assembler.telemetry import AgentTelemetry
 
 
 @dataclass
@@ -81,11 +78,9 @@ def assemble_parts(
         tool_sources=sources,
     )
     hooks: RunnerHooks = HookChain([*extra_hooks, extension_hooks])
+    trace: TraceSink | None = trace_factory(sources) if trace_factory is not None else None
     if telemetry is not None:  # spans around the whole chain, which decides as before
-        # Imported here: `render --dry-run` imports this module and never traces.
-        from assembler.telemetry import wrap_hooks
-
-        hooks = wrap_hooks(hooks, telemetry)
+        hooks, trace = wrap_hooks(hooks, telemetry), wrap_trace(trace, telemetry)
     return AgentParts(
         snapshot=snapshot,
         registry=registry,
@@ -95,5 +90,5 @@ def assemble_parts(
         extensions=tuple(extensions),
         commands=commands,
         diagnostics=[*snapshot.diagnostics, *collection.diagnostics, *extra_diagnostics],
-        trace=trace_factory(sources) if trace_factory is not None else None,
+        trace=trace,
     )

@@ -14,13 +14,13 @@ from assembler.extras import require
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.providers.base import ModelProvider
 from assembler.providers.endpoints import OFFICIAL_BASE_URLS, effective_base_url
+from assembler.telemetry import AgentTelemetry, wrap_provider
 
 if TYPE_CHECKING:
     from assembler.agent.model_choice import ModelChoice
     from assembler.memory.session import MemorySession
     from assembler.sessions.store import Session
     from assembler.sessions.trace import TraceWriter
-    from assembler.telemetry import AgentTelemetry
 
 TraceFactory = Callable[[Mapping[str, str]], "TraceWriter"]
 """Makes the audit trace of an agent once its tools (and their sources) are known."""
@@ -43,9 +43,6 @@ def create_telemetry(
 ) -> AgentTelemetry | None:
     """The agent's OpenTelemetry spans, or None when `opentelemetry-api` is not
     installed (then nothing is wrapped)."""
-    # Imported here, like the session store: `render` and `validate` never need it.
-    from assembler.telemetry import AgentTelemetry
-
     if choice is not None:
         provider_name, model = choice.provider, choice.name
         endpoint = effective_base_url(choice.provider, choice.base_url, env)
@@ -67,8 +64,6 @@ def traced_provider(provider: ModelProvider, telemetry: AgentTelemetry | None) -
     """The runner's provider: with a `chat` span per request when the agent has telemetry."""
     if telemetry is None:
         return provider
-    from assembler.telemetry import wrap_provider  # as in `create_telemetry`
-
     return wrap_provider(provider, telemetry)
 
 

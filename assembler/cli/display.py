@@ -13,7 +13,6 @@ through `terminal_safe`: an escape sequence in a reply is shown, never obeyed.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
@@ -30,16 +29,7 @@ from assembler.runner.events import (
     TurnEnd,
     TurnStart,
 )
-from assembler.text import one_line, terminal_safe, terminal_safe_json
-
-
-def for_stdout(text: str, *, json_text: bool = False) -> str:
-    """`text` as it should go to stdout: unchanged when stdout is a file or a pipe
-    (a prompt snapshot, a record, byte for byte), escaped when it is a terminal,
-    which would act on control characters (JSON the JSON way, `json_text`)."""
-    if not sys.stdout.isatty():
-        return text
-    return terminal_safe_json(text) if json_text else terminal_safe(text)
+from assembler.text import one_line, terminal_safe
 
 
 def _arguments(arguments: Any) -> str:

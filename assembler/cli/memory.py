@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from assembler.cli.common import ask_trust, load
-from assembler.cli.display import for_stdout
+from assembler.cli.terminal import for_stdout
 from assembler.errors import MemoryStoreError
 from assembler.resources.loader import LoaderFlags
 from assembler.text import terminal_safe

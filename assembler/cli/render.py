@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assembler.cli.common import ask_trust, load_reporting, loader_flags, resource_options
-from assembler.cli.display import for_stdout
+from assembler.cli.terminal import for_stdout
 from assembler.errors import RenderError
 from assembler.text import terminal_safe
 

@@ -31,7 +31,9 @@ def rpc(
     """
     from assembler.agent.build import build_agent
     from assembler.rpc import serve
+    from assembler.tools.processes import install_exit_handlers
 
+    install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     flags = loader_flags(resources)
     out = sys.stdout
     # stdout carries the protocol: a stray print() from an extension goes to stderr.

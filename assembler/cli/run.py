@@ -46,7 +46,9 @@ def run(
     leaves. Tool calls and results are shown on stderr.
     """
     from assembler.agent.build import build_agent
+    from assembler.tools.processes import install_exit_handlers
 
+    install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     flags = loader_flags(resources)
     loaded = load(manifest, flags)
     agent = build_agent(

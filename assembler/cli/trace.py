@@ -31,7 +31,7 @@ def trace(
     from assembler.text import terminal_json, terminal_safe
 
     path = _trace_path(target, agent_name, session_dir)
-    records = list(read_trace(path))
+    records = read_trace(path)
     click.secho(terminal_safe(f"trace: {path}"), err=True, dim=True)
     if not records:
         click.echo("no tool calls in this session")

@@ -18,6 +18,7 @@ from typing import Any
 from assembler.errors import ExtensionError
 from assembler.frozen import FrozenDict, freeze_mapping
 from assembler.messages import Message, ToolCall
+from assembler.runner.hooks import PermissionOutcome
 from assembler.tools.base import Tool, ToolResult
 
 EVENTS = (
@@ -72,6 +73,9 @@ class ToolCallEvent:
     call: ToolCall
     tool_source: str
     workspace: Path
+    permission: PermissionOutcome | None = None
+    """What the manifest's permission rules decided (the call got this far, so it was
+    allowed: by a rule, the default, the mode or a person); None without rules."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "call", _read_only_call(self.call))

@@ -49,7 +49,7 @@ from assembler.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from assembler.runner.hooks import ALLOW, CallDecision, ResultOutcome
+from assembler.runner.hooks import ALLOW, CallDecision, ResultOutcome, current_permission
 from assembler.tools.base import ToolResult
 
 _PATCH_FIELDS = ("content", "details", "is_error", "usage")
@@ -137,7 +137,9 @@ class ExtensionHooks:
         subscriptions = self.subscriptions.get("tool_call")
         if not subscriptions:
             return ALLOW
-        event = ToolCallEvent(call, self.tool_sources.get(call.name, ""), self.workspace)
+        event = ToolCallEvent(
+            call, self.tool_sources.get(call.name, ""), self.workspace, current_permission.get()
+        )
         chain = _ToolCallChain(event)
         failure = await self.caller.run("tool_call", subscriptions, chain)
         if failure is not None:

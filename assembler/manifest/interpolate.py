@@ -20,6 +20,7 @@ INTERPOLATED_FIELDS = (
     "mcpServer.env",
     "mcpServer.url",
     "mcpServer.headers",
+    "toolEnv.set",
 )
 
 

@@ -29,6 +29,7 @@ from assembler.manifest.model import (
     PythonToolSet,
     PythonToolSpec,
     TemplateOverride,
+    ToolEnvironmentSpec,
     ToolSetSpec,
     ToolsSpec,
 )
@@ -168,7 +169,16 @@ class _ManifestBuilder:
             built = self.tool_set(item, servers, ("tools", "sets", index))
             if built is not None:
                 sets.append(built)
-        return ToolsSpec(tuple(sets), tuple(raw.get("guidelines", ())), servers)
+        env = raw.get("env", {})
+        environment = ToolEnvironmentSpec(
+            passthrough=tuple(env.get("passthrough", ())),
+            set={
+                k: self.text(v, ("tools", "env", "set", k)) for k, v in env.get("set", {}).items()
+            },
+        )
+        # `tools: {env: ...}` without `sets` keeps the default set; `sets: []` means none.
+        chosen = tuple(sets) if "sets" in raw else ToolsSpec().sets
+        return ToolsSpec(chosen, tuple(raw.get("guidelines", ())), servers, environment)
 
     def tool_set(
         self, item: str | Mapping[str, Any], servers: Mapping[str, MCPServerSpec], path: JsonPath

@@ -112,10 +112,22 @@ ToolSetSpec = BuiltinToolSet | PythonToolSet | MCPToolSet
 
 
 @dataclass(frozen=True)
+class ToolEnvironmentSpec:
+    """`tools.env`: what the agent's commands get beyond the base allowlist.
+
+    `passthrough` holds names and `*` globs; `set` values are already interpolated.
+    """
+
+    passthrough: tuple[str, ...] = ()
+    set: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ToolsSpec:
     sets: tuple[ToolSetSpec, ...] = (BuiltinToolSet(("coding",)),)
     guidelines: tuple[str, ...] = ()
     servers: Mapping[str, MCPServerSpec] = field(default_factory=dict)
+    env: ToolEnvironmentSpec = field(default_factory=ToolEnvironmentSpec)
 
 
 @dataclass(frozen=True)
@@ -159,6 +171,7 @@ class TemplateOverride:
 class Limits:
     max_turns: int = 50
     tool_timeout: float = 120.0
+    max_parallel_tools: int = 8
     max_output_lines: int = 2000
     max_output_bytes: int = 50 * 1024
     max_consecutive_blocks: int = 3

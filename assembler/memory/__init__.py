@@ -1,21 +1,22 @@
 """Memory that persists across sessions (DESIGN.md section 6).
 
-A store of Markdown records with a derived index (`store`, `records`, `index`), chosen
-each turn by a strategy within a budget (`selection`, `keyword`), made by the
-`remember` tool or at the end of a session (`extraction`), merged by the model when
-the store grows (`consolidation`), and tied to a running agent by `MemorySession`.
+A store of Markdown records with a derived index and a change journal (`store`,
+`records`, `index`, `journal`), chosen each turn by a strategy within a budget
+(`selection`, `keyword`), made by the `remember` tool or at the end of a session
+(`extraction`), merged by the model when the store grows (`consolidation`), and tied
+to a running agent by `MemorySession`.
 """
 
 from __future__ import annotations
 
+from assembler.memory._index_types import IndexEntry
 from assembler.memory.consolidation import ConsolidationResult, consolidate, needs_consolidation
 from assembler.memory.extraction import (
     ExtractionResult,
     extract_memories,
     make_remember_tool,
 )
-from assembler.memory.index import IndexEntry
-from assembler.memory.keyword import KeywordIndex, tokenize
+from assembler.memory.keyword import rank, tokenize
 from assembler.memory.records import (
     RECORD_TYPES,
     MemoryRecord,
@@ -34,7 +35,6 @@ __all__ = [
     "ConsolidationResult",
     "ExtractionResult",
     "IndexEntry",
-    "KeywordIndex",
     "MemoryRecord",
     "MemorySession",
     "MemoryStore",
@@ -49,6 +49,7 @@ __all__ = [
     "make_record",
     "make_remember_tool",
     "needs_consolidation",
+    "rank",
     "to_markdown",
     "tokenize",
     "validate_record",

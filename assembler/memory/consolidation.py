@@ -24,8 +24,8 @@ from typing import Any, Final
 
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
+from assembler.memory._index_types import Stamp
 from assembler.memory._model import ask_model, describe_error, parse_json_answer, preview
-from assembler.memory.index import Stamp
 from assembler.memory.records import MemoryRecord, validate_record
 from assembler.memory.store import InterruptedChangeError, MemoryStore
 from assembler.providers.base import ModelProvider

@@ -225,7 +225,7 @@ def render_transcript(messages: Sequence[Message], max_chars: int) -> str:
 def _catalog(store: MemoryStore, max_chars: int) -> str:
     lines: list[str] = []
     used = 0
-    for entry in store.catalog():
+    for entry in store.iter_catalog():
         line = f"- {entry.name} ({entry.type}): {entry.description}"
         used += len(line) + 1
         if used > max_chars:

@@ -1,16 +1,22 @@
-"""Local keyword ranking: a tokenizer and an in-memory BM25 inverted index.
+"""Local keyword ranking: a tokenizer, and BM25 over the postings of the store's index.
 
-`keyword` selection must cost no model call and answer within milliseconds on a store
-of ten thousand records, every turn. So each record's term counts are computed once,
-when it is written, and kept in the store's JSON index as a compact string
-(`record_terms`); a session builds the inverted index from those strings the first
-time it selects, then keeps it up to date record by record (`KeywordIndex.sync`).
+`keyword` selection must cost no model call and answer within milliseconds, every turn,
+in a process that has just started, on a store of a hundred thousand records. So each
+record's term counts are computed once, when it is written (`record_terms`), and kept
+as postings in the store's index (`assembler.memory.index`); a question reads the
+postings of its own words only.
 
-Ranking is BM25 (k1=1.2, b=0.75) over name, description and body, with name and
-description words counted twice: a record's name and one-line summary say what it is
-about better than any word of its body. Scores are summed over query terms in sorted
-order and ties are broken by name, so the same store and question always give the same
-ranking.
+Ranking is BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over name,
+description and body, with name and description words counted twice: a record's name
+and one-line summary say what it is about better than any word of its body. Scores are
+summed over query terms in sorted order and ties are broken by name, so the same store
+and question always give the same ranking, bit for bit.
+
+A question made of common words would otherwise read most of the index: with a limit
+(the selection needs the best few), terms are read rarest first and reading stops once
+no record outside those already seen can reach the top (MaxScore: each term adds less
+than its idf weight to any score). The few records that still could are then scored
+exactly, so the result is the same as scoring every record.
 """
 
 from __future__ import annotations
@@ -19,14 +25,21 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
-from typing import Final, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, NamedTuple, Protocol, TypeVar
 
 _WORD_RE: Final = re.compile(r"[^\W_]+")
 NAME_WEIGHT: Final = 2
 DESCRIPTION_WEIGHT: Final = 2
 K1: Final = 1.2
 B: Final = 0.75
+# Scores are compared after being summed in different orders (rarest term first while
+# pruning, sorted order when exact); this relative margin keeps every record whose exact
+# score could reach the cut-off, whatever the rounding.
+_MARGIN: Final = 1e-9
+# Above this many candidates, scoring them reads whole postings rather than one
+# lookup per candidate.
+_LOOKUP_LIMIT: Final = 2000
 
 _STOPWORD_TEXT: Final = """
     a about above after again against all am an and any are aren as at be because been
@@ -47,133 +60,136 @@ def tokenize(text: str) -> list[str]:
     return [word for word in _WORD_RE.findall(text.lower()) if word not in STOPWORDS]
 
 
-def record_terms(name: str, description: str, body: str) -> str:
-    """A record's weighted term counts as `term:count` pairs, sorted, space-separated.
-
-    A string rather than a JSON object because loading ten thousand short strings is
-    several times faster than loading ten thousand small dicts, and opening a store
-    must not pay for an index a session may never use.
-    """
+def record_terms(name: str, description: str, body: str) -> dict[str, int]:
+    """A record's weighted term counts, in sorted term order."""
     counts: Counter[str] = Counter(tokenize(body))
     for word in tokenize(name.replace("-", " ")):
         counts[word] += NAME_WEIGHT
     for word in tokenize(description):
         counts[word] += DESCRIPTION_WEIGHT
-    return " ".join(f"{term}:{count}" for term, count in sorted(counts.items()))
+    return dict(sorted(counts.items()))
 
 
-def decode_terms(encoded: str) -> dict[str, int]:
-    """The inverse of `record_terms`."""
-    result: dict[str, int] = {}
-    if encoded:
-        for pair in encoded.split(" "):
-            term, _, count = pair.partition(":")
-            result[term] = int(count)
-    return result
+def idf_weight(records: int, frequency: int) -> float:
+    """A term's weight: its idf times (k1 + 1), the most it can add to any score."""
+    return math.log(1 + (records - frequency + 0.5) / (frequency + 0.5)) * (K1 + 1)
 
 
-class Indexed(Protocol):
-    """What the keyword index needs of a store entry."""
+def length_norm(length: int, average: float) -> float:
+    return K1 * (1 - B + B * length / average)
 
+
+class Named(Protocol):
     @property
-    def terms(self) -> str: ...
-
-    @property
-    def stamp(self) -> tuple[int, int, int]: ...
+    def name(self) -> str: ...
 
 
-class KeywordIndex:
-    """BM25 over the records of one store, kept in memory for a session."""
+E = TypeVar("E", bound=Named)
 
-    def __init__(self) -> None:
-        self._docs: dict[str, tuple[tuple[int, int, int], dict[str, int], int]] = {}
-        self._postings: dict[str, dict[str, int]] = {}
-        self._total_length = 0
-        self._norms: dict[str, float] | None = None
-        self._generation: int | None = None
 
-    def __len__(self) -> int:
-        return len(self._docs)
+class Postings(Protocol[E]):
+    """What ranking reads from an index (`StoreIndex` provides it)."""
 
-    def sync(self, entries: Mapping[str, Indexed], generation: int) -> None:
-        """Bring the index in line with `entries`, touching only records that changed.
+    def corpus(self) -> tuple[int, int]: ...
 
-        `generation` is the store's change counter: when it has not moved since the
-        last call, nothing is compared at all, which keeps a turn's cost independent of
-        the store's size.
-        """
-        if generation == self._generation:
-            return
-        for name in [name for name in self._docs if name not in entries]:
-            self._remove(name)
-        for name, entry in entries.items():
-            doc = self._docs.get(name)
-            if doc is None or doc[0] != entry.stamp:
-                if doc is not None:
-                    self._remove(name)
-                self._add(name, entry.stamp, entry.terms)
-        self._generation = generation
+    def term_stats(self, terms: Sequence[str]) -> dict[str, tuple[int, int]]: ...
 
-    def _add(self, name: str, stamp: tuple[int, int, int], encoded: str) -> None:
-        counts = decode_terms(encoded)
-        postings = self._postings
-        length = 0
-        for term, count in counts.items():
-            posting = postings.get(term)
-            if posting is None:
-                postings[term] = {name: count}
-            else:
-                posting[name] = count
-            length += count
-        self._docs[name] = (stamp, counts, length)
-        self._total_length += length
-        self._norms = None
+    def postings(self, term_id: int) -> list[tuple[int, int, int]]: ...
 
-    def _remove(self, name: str) -> None:
-        _stamp, counts, length = self._docs.pop(name)
-        for term in counts:
-            posting = self._postings[term]
-            del posting[name]
-            if not posting:
-                del self._postings[term]
-        self._total_length -= length
-        self._norms = None
+    def postings_for(self, term_id: int, records: Sequence[int]) -> list[tuple[int, int, int]]: ...
 
-    def _document_norms(self) -> dict[str, float]:
-        # The length normalisation of BM25 depends on the average length, which moves
-        # whenever a record is added or removed; recomputed lazily, once per change.
-        if self._norms is None:
-            average = self._total_length / len(self._docs) if self._docs else 1.0
-            average = average or 1.0
-            self._norms = {
-                name: K1 * (1 - B + B * length / average)
-                for name, (_stamp, _counts, length) in self._docs.items()
-            }
-        return self._norms
+    def entries_by_id(self, ids: Iterable[int]) -> dict[int, E]: ...
 
-    def search(self, query: str, limit: int | None = None) -> list[tuple[str, float]]:
-        """Records matching at least one query word, best first, ties by name; the
-        first `limit` of them when given."""
-        return top(self.scores(query), limit)
 
-    def scores(self, query: str) -> dict[str, float]:
-        """The BM25 score of every record that matches at least one query word."""
-        terms = sorted(set(tokenize(query)))
-        if not terms or not self._docs:
-            return {}
-        norms = self._document_norms()
-        total = len(self._docs)
-        scores: dict[str, float] = {}
-        get = scores.get
-        for term in terms:
-            posting = self._postings.get(term)
-            if not posting:
-                continue
-            frequency = len(posting)
-            weight = math.log(1 + (total - frequency + 0.5) / (frequency + 0.5)) * (K1 + 1)
-            for name, count in posting.items():
-                scores[name] = get(name, 0.0) + weight * count / (count + norms[name])
-        return scores
+class _Query(NamedTuple):
+    """A question's terms present in the index, in sorted order, with what BM25 needs."""
+
+    terms: list[str]
+    ids: dict[str, int]
+    weights: dict[str, float]
+    average: float
+
+
+def rank(index: Postings[E], query: str, limit: int | None = None) -> list[tuple[E, float]]:
+    """Records matching at least one word of `query`, best first, ties by name; the
+    first `limit` of them when given. Call it inside one read transaction."""
+    terms = sorted(set(tokenize(query)))
+    total, total_length = index.corpus()
+    if not terms or not total:
+        return []
+    stats = index.term_stats(terms)
+    present = [term for term in terms if term in stats]
+    if not present:
+        return []
+    question = _Query(
+        present,
+        {term: stats[term][0] for term in present},
+        {term: idf_weight(total, stats[term][1]) for term in present},
+        (total_length / total) or 1.0,
+    )
+    contributions = _contributions(index, question, limit)
+    # Exact scores: each record's contributions summed in sorted term order, from 0.0,
+    # so a score is the same float however the record was found.
+    scores: dict[int, float] = {}
+    for term in question.terms:
+        for record, value in contributions.get(term, {}).items():
+            scores[record] = scores.get(record, 0.0) + value
+    if limit is not None and len(scores) > limit:
+        # Names are needed only to order the best (and whatever ties with the last).
+        threshold = heapq.nlargest(limit, scores.values())[-1]
+        scores = {record: score for record, score in scores.items() if score >= threshold}
+    entries = index.entries_by_id(scores)
+    ranked = top({entries[record].name: score for record, score in scores.items()}, limit)
+    by_name = {entry.name: entry for entry in entries.values()}
+    return [(by_name[name], score) for name, score in ranked]
+
+
+def _contributions(
+    index: Postings[E], question: _Query, limit: int | None
+) -> dict[str, dict[int, float]]:
+    """Per term, what it adds to the score of each record that may be among the best
+    `limit` (every matching record when no limit).
+
+    Terms are taken rarest (heaviest) first. While records outside those seen could
+    still reach the top `limit`, a term's whole posting list is read; after that, only
+    the candidates are looked up, and a candidate is dropped as soon as even every
+    remaining term at its full weight could not lift it to the current cut-off.
+    """
+    weights = question.weights
+    order = sorted(question.terms, key=lambda term: (-weights[term], term))
+    contributions: dict[str, dict[int, float]] = {}
+    partial: dict[int, float] = {}
+    candidates: list[int] | None = None  # None: every record is still possible
+    for done, term in enumerate(order, start=1):
+        weight = weights[term]
+        if candidates is None or len(candidates) > _LOOKUP_LIMIT:
+            rows = index.postings(question.ids[term])
+        else:
+            rows = index.postings_for(question.ids[term], candidates)
+        wanted = None if candidates is None else set(candidates)
+        added: dict[int, float] = {}
+        for record, count, length in rows:
+            if wanted is None or record in wanted:
+                added[record] = weight * count / (count + length_norm(length, question.average))
+        contributions[term] = added
+        for record, value in added.items():
+            partial[record] = partial.get(record, 0.0) + value
+        if limit is None or len(partial) < limit:
+            continue
+        rest = math.fsum(weights[later] for later in order[done:])
+        pool = partial if candidates is None else {r: partial[r] for r in candidates}
+        threshold = heapq.nlargest(limit, pool.values())[-1]
+        if candidates is None and rest * (1 + _MARGIN) >= threshold * (1 - _MARGIN):
+            continue  # a record not seen yet could still reach the top
+        cut = threshold * (1 - _MARGIN) - rest * (1 + _MARGIN)
+        candidates = [record for record, score in pool.items() if score >= cut]
+    if candidates is not None:
+        kept = set(candidates)
+        contributions = {
+            term: {r: v for r, v in added.items() if r in kept}
+            for term, added in contributions.items()
+        }
+    return contributions
 
 
 def top(scores: Mapping[str, float], limit: int | None = None) -> list[tuple[str, float]]:

@@ -33,6 +33,11 @@ MAX_DESCRIPTION_LENGTH: Final = 256
 NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _NAME_RE: Final = re.compile(NAME_PATTERN[1:-1])
 _FRONTMATTER_FENCE: Final = "---\n"
+# The markers that delimit remembered text in the prompt (`session.format_memories`):
+# a record holding one could end the block early and pass its remaining text off as
+# instructions.
+_MARKER_RE: Final = re.compile(r"</?\s*relevant_memories\s*>", re.IGNORECASE)
+_MARKER_PROBLEM: Final = "must not contain the <relevant_memories> markers"
 # libyaml's safe loader and dumper when PyYAML was built with it: the same safe subset
 # and the same output, about ten times faster, which is what rebuilding the index of a
 # large store from its files costs.
@@ -126,6 +131,8 @@ def _check_description(value: object, problems: list[str]) -> str:
         problems.append("description must not be empty")
     elif len(text.splitlines()) > 1 or _has_control(text):
         problems.append("description must be one line")
+    elif _MARKER_RE.search(text):
+        problems.append(f"description {_MARKER_PROBLEM}")
     elif len(text) > MAX_DESCRIPTION_LENGTH:
         problems.append(
             f"description is {len(text)} characters; keep it to one line of at most "
@@ -147,6 +154,8 @@ def _check_body(value: object, max_bytes: int, problems: list[str]) -> str:
         problems.append("body must not be empty")
     elif "\x00" in text:
         problems.append("body must not contain NUL characters")
+    elif _MARKER_RE.search(text):
+        problems.append(f"body {_MARKER_PROBLEM}")
     else:
         size = len(text.encode("utf-8"))
         if size > max_bytes:

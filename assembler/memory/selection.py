@@ -4,7 +4,7 @@ Strategies (the manifest's `memory.selection.strategy`):
 
 - `all`: every record in name order, until the budget is full.
 - `keyword`: BM25 ranking of the user's latest message against the records, local
-  and deterministic (`assembler.memory.keyword`).
+  and deterministic, read from the store's index (`assembler.memory.keyword`).
 - `model`: one side request to the agent's model with the catalog of names and
   descriptions; it answers with a JSON list of names. An answer that is not such a
   list, or names a record that does not exist, selects nothing and leaves a
@@ -25,13 +25,14 @@ from typing import Final
 
 from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
+from assembler.memory._index_types import IndexEntry
 from assembler.memory._model import ask_model, describe_error, parse_json_answer, preview
-from assembler.memory.index import IndexEntry
-from assembler.memory.keyword import KeywordIndex, top
+from assembler.memory.keyword import rank
 from assembler.memory.store import MemoryStore
 from assembler.prompt.renderer import MemoryEntry
 from assembler.providers.base import ModelProvider
 
+_RANK_ALL: Final = 5000  # past this many, rank everything at once
 SELECTION_SYSTEM: Final = (
     "You pick which saved memories would help answer the user's next message. "
     "Answer with only a JSON list of memory names from the catalog, most useful first, "
@@ -66,8 +67,7 @@ def fit_budget(
 
 
 class Selector:
-    """Runs the policy's strategy against one store; keeps the keyword index between
-    turns so only the first keyword selection of a session pays for building it."""
+    """Runs the policy's strategy against one store."""
 
     def __init__(
         self,
@@ -81,16 +81,15 @@ class Selector:
         self.policy = policy
         self.provider = provider
         self.model = model
-        self.keyword_index = KeywordIndex()
 
     async def select(self, user_message: str) -> Selection:
         """This turn's memories for `user_message`; never raises for a model's mistake."""
         strategy = self.policy.strategy
         diagnostics: list[str] = []
-        if strategy == "none" or not self.store.entries:
+        if strategy == "none" or not len(self.store):
             return Selection()
         if strategy == "all":
-            candidates: Iterable[IndexEntry] = self.store.catalog()
+            candidates: Iterable[IndexEntry] = self.store.iter_catalog()
         elif strategy == "keyword":
             candidates = self.rank(user_message)
         else:
@@ -101,19 +100,23 @@ class Selector:
     def rank(self, user_message: str) -> Iterator[IndexEntry]:
         """Every record matching a word of the message, best first (keyword strategy).
 
-        Lazy: the budget is usually full after the first few, so only a short head is
-        sorted; the rest is sorted only if the budget asks for more.
+        Lazy: the budget is usually full after the first few, and ranking the best few
+        reads far less of the index than ranking everything (`keyword.rank`). So the
+        best `2 * max_records` are ranked first, eight times as many if the budget asks
+        for more, and so on; each longer ranking starts with the shorter one.
         """
-        entries = self.store.entries
-        index = self.keyword_index
-        index.sync(entries, self.store.generation)
-        scores = index.scores(user_message)
-        head = max(8 * self.policy.max_records, 64)
-        for name, _score in top(scores, head):
-            yield entries[name]
-        if len(scores) > head:
-            for name, _score in top(scores)[head:]:
-                yield entries[name]
+        limit: int | None = 2 * max(self.policy.max_records, 1)
+        given: set[str] = set()
+        while True:
+            with self.store.index.reading() as index:
+                ranked = rank(index, user_message, limit)
+            for entry, _score in ranked:
+                if entry.name not in given:
+                    given.add(entry.name)
+                    yield entry
+            if limit is None or len(ranked) < limit:
+                return
+            limit = limit * 8 if limit < _RANK_ALL else None
 
     async def _ask(self, user_message: str, diagnostics: list[str]) -> list[IndexEntry]:
         if self.provider is None:

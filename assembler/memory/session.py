@@ -7,7 +7,13 @@ the model depends on the policy's `injection`:
 - `system` (the default): the prompt provider reads `selected()` into the `## memory`
   section, and `before_model` leaves the messages alone (`emit_context_messages` False).
 - `message`: `before_model` puts one context message right after the latest user
-  message, worded like the `## memory` section.
+  message.
+
+Both carry the same block (`format_memories`, which the default `## memory` template
+renders identically): `<relevant_memories>`, then per memory `## name (type)`, its
+description and its body separated by blank lines, then `</relevant_memories>`. The
+markers tell the model where remembered text, which may have come from users, starts
+and ends, so it is not read as instructions.
 
 Either way the selected memory reaches the model exactly once per request: in message
 mode the context message this session added to an earlier request is taken out before
@@ -25,21 +31,25 @@ from assembler.errors import MemoryStoreError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory.consolidation import ConsolidationResult, consolidate, needs_consolidation
 from assembler.memory.extraction import ExtractionResult, extract_memories, make_remember_tool
-from assembler.memory.selection import Selector
+from assembler.memory.selection import Selection, Selector
 from assembler.memory.store import MemoryStore
 from assembler.messages import ContextMessage, Message, UserMessage
 from assembler.prompt.renderer import MemoryEntry
 from assembler.providers.base import ModelProvider
 from assembler.tools.base import Tool
 
-MEMORY_HEADING: Final = "## memory\n"
+MEMORY_OPEN: Final = "<relevant_memories>"
+MEMORY_CLOSE: Final = "</relevant_memories>"
 
 
 def format_memories(entries: Sequence[MemoryEntry]) -> str:
-    """The body of the `## memory` section as the default template renders it."""
-    return "\n\n".join(
-        f"### {entry.name} ({entry.type})\n{entry.description}\n{entry.body}" for entry in entries
+    """The memory block: the body of the `## memory` section as the default template
+    renders it, and the whole of the context message in message mode."""
+    blocks = "\n\n".join(
+        f"## {entry.name} ({entry.type})\n\n{entry.description}\n\n{entry.body}"
+        for entry in entries
     )
+    return f"{MEMORY_OPEN}\n{blocks}\n{MEMORY_CLOSE}"
 
 
 class MemorySession:
@@ -82,7 +92,10 @@ class MemorySession:
             self.store.refresh()
         except MemoryStoreError as e:
             self._diagnostics.append(f"memory: {e}")
-        selection = await self._selector.select(user_message)
+        try:
+            selection = await self._selector.select(user_message)
+        except MemoryStoreError as e:  # memory must never break a turn
+            selection = Selection(diagnostics=(f"memory selection: {e}; none selected",))
         self._selected = selection.entries
         self._diagnostics.extend(selection.diagnostics)
         return self._selected
@@ -108,7 +121,7 @@ class MemorySession:
         )
         if last_user is None:
             return kept
-        content = MEMORY_HEADING + format_memories(self._selected)
+        content = format_memories(self._selected)
         self._emitted.add(content)
         return [*kept[: last_user + 1], ContextMessage(content), *kept[last_user + 1 :]]
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from assembler.urls import is_local_url
+
 __all__ = [
     "BASE_URL_VARIABLES",
     "BUILTIN_PROVIDERS",
@@ -47,8 +49,6 @@ OFFICIAL_BASE_URLS: Mapping[str, str] = MappingProxyType(
 )
 """Where `openai` and `anthropic` go when nothing else is set (the SDKs' defaults)."""
 
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-
 
 def effective_base_url(provider: str, base_url: str | None, env: Mapping[str, str]) -> str | None:
     """The endpoint `provider` will use, or None for the vendor's official one.
@@ -65,17 +65,6 @@ def effective_base_url(provider: str, base_url: str | None, env: Mapping[str, st
     variable = BASE_URL_VARIABLES.get(provider)
     value = env.get(variable, "").strip() if variable else ""
     return value or None
-
-
-def is_local_url(url: str | None) -> bool:
-    """Whether `url` points at this machine (Ollama, llama.cpp, LM Studio, vLLM...)."""
-    if not url:
-        return False
-    try:
-        host = (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return False
-    return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
 
 
 def is_official_openai(url: str | None) -> bool:

@@ -10,11 +10,12 @@ say what the model proposed, what was allowed, and what the model finally saw.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from assembler.messages import AssistantMessage, Message, ToolCall
-from assembler.tools.base import ToolResult
+from assembler.tools.base import Tool, ToolResult
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,56 @@ class ResultOutcome:
     rewritten_by: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class PermissionOutcome:
+    """What the manifest's permission rules (and whoever answered an `ask`) decided.
+
+    `decided_by` is `rule`, `session rule`, `default`, `mode`, `user`, `client`, or
+    `nobody` (an ask nobody could answer, or an answer that did not come in time);
+    `rule` is the rule text when one decided."""
+
+    allowed: bool
+    reason: str
+    decided_by: str
+    rule: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "allowed": self.allowed,
+            "decided_by": self.decided_by,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
+
+
+class PermissionCheck(Protocol):
+    """Decides whether a call may run before any extension sees it (see
+    `assembler.permissions.gate`)."""
+
+    async def check(self, call: ToolCall, tool: Tool) -> PermissionOutcome: ...
+
+
+current_permission: ContextVar[PermissionOutcome | None] = ContextVar(
+    "current_permission", default=None
+)
+"""The permission outcome of the call being decided, for extensions' `tool_call`
+handlers (each call runs in its own task, so this is per call)."""
+
+
 @dataclass
 class ToolCallRecord:
     """One tool call in the audit trace.
 
-    proposed -> decision -> executed? -> raw result -> rewrites -> what the model saw.
+    proposed -> permission -> decision -> executed? -> raw result -> rewrites -> what
+    the model saw. `phase` is `started` for the record written just before the tool
+    runs (so a run killed mid-tool leaves one), `done` once the model has its result.
     """
 
     turn: int
     call: ToolCall
     decision: CallDecision = ALLOW
+    permission: PermissionOutcome | None = None
+    phase: str = "done"
     executed: bool = False
     raw_result: ToolResult | None = None
     rewritten_by: tuple[str, ...] = ()

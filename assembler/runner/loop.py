@@ -55,13 +55,22 @@ from assembler.runner.events import (
     UsageEvent,
     UserMessageDelivered,
 )
-from assembler.runner.hooks import NoHooks, RunnerHooks, ToolCallRecord
+from assembler.runner.hooks import (
+    CallDecision,
+    NoHooks,
+    PermissionCheck,
+    RunnerHooks,
+    ToolCallRecord,
+    current_permission,
+)
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
 DEFAULT_COMPACT_RESERVE = 16_384
+#: Tool calls of one assistant message that run at the same time (`limits.max_parallel_tools`).
+DEFAULT_MAX_PARALLEL_TOOLS = 8
 
 TraceSink = Callable[[ToolCallRecord], None]
 
@@ -128,6 +137,7 @@ class AgentRunner:
         context_window: int | None = None,
         compact_reserve: int = DEFAULT_COMPACT_RESERVE,
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
+        max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
     ) -> None:
         self.provider = provider
         self.parts = parts
@@ -140,6 +150,7 @@ class AgentRunner:
         self.context_window = context_window
         self.compact_reserve = compact_reserve
         self.keep_tokens = keep_tokens
+        self.max_parallel_tools = max(1, max_parallel_tools)
         self.messages: list[Message] = []
         self.usage = Usage()
         self.context_tokens = 0
@@ -147,6 +158,8 @@ class AgentRunner:
         self.label = provider.name
         self.endpoint = ""
         self.running = False
+        self.permissions: PermissionCheck | None = None
+        """Decides each call before extensions do (the manifest's `permissions`)."""
         self._steers: deque[str] = deque()
         self._follow_ups: deque[str] = deque()
 
@@ -382,14 +395,21 @@ class AgentRunner:
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
 
     async def _execute_all(self, turn: int, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
-        """Run the calls of one message concurrently; results keep the model's order.
+        """Run the calls of one message concurrently, at most `max_parallel_tools` at a
+        time (in the model's order); results keep the model's order.
 
         Every call gets a result message and a trace record, even when the run stops
         here: cancelled by the user, or an extension's `tool_result` handler failed
         (the call may have run; the trace must say so). Then the error propagates.
         """
         records = [ToolCallRecord(turn=turn, call=call) for call in calls]
-        tasks = [asyncio.ensure_future(self._execute(record)) for record in records]
+        slots = asyncio.Semaphore(self.max_parallel_tools)
+
+        async def execute(record: ToolCallRecord) -> ToolCallRecord:
+            async with slots:
+                return await self._execute(record)
+
+        tasks = [asyncio.ensure_future(execute(record)) for record in records]
         try:
             outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         except asyncio.CancelledError:
@@ -437,6 +457,17 @@ class AgentRunner:
                 f"there is no tool named `{call.name}`; available tools: {known}", is_error=True
             )
             return record
+        if self.permissions is not None:
+            record.permission = await self.permissions.check(call, tool)
+            current_permission.set(record.permission)
+            if not record.permission.allowed:
+                record.decision = CallDecision(True, record.permission.reason, "permissions")
+                record.final = ToolResult(
+                    f"tool call denied by the permissions: {record.permission.reason}",
+                    is_error=True,
+                    details={"blocked_by": "permissions", "rule": record.permission.rule},
+                )
+                return record
         record.decision = await self.parts.hooks.before_tool_call(call)
         if record.decision.blocked:
             record.final = ToolResult(
@@ -445,6 +476,10 @@ class AgentRunner:
                 details={"blocked_by": record.decision.blocked_by},
             )
             return record
+        if self.parts.trace is not None:  # a run killed mid-tool still leaves this
+            record.phase = "started"
+            self.parts.trace(record)
+            record.phase = "done"
         record.executed = True
         try:
             # a copy of its own: a tool changing its arguments in place must not change

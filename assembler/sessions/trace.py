@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ def trace_record(record: ToolCallRecord, tool_source: str = "") -> dict[str, Any
     call = record.call
     return {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "phase": record.phase,
         "turn": record.turn,
         "call_id": call.id,
         "tool": call.name,
@@ -50,6 +51,7 @@ def trace_record(record: ToolCallRecord, tool_source: str = "") -> dict[str, Any
             "arguments": call.arguments,
             **({"raw_arguments": call.raw_arguments} if call.arguments is None else {}),
         },
+        "permission": record.permission.to_dict() if record.permission else None,
         "decision": {
             "allowed": not record.decision.blocked,
             "blocked_by": record.decision.blocked_by or None,
@@ -83,8 +85,14 @@ class TraceWriter:
             os.close(fd)
 
 
-def read_trace(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a trace file; torn, corrupt or foreign lines are skipped."""
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """One record per tool call, in order (`settled`): what `assemble trace` shows."""
+    return settled(read_trace_lines(path))
+
+
+def read_trace_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """Every record of a trace file, `started` ones included; torn, corrupt or foreign
+    lines are skipped."""
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
@@ -95,6 +103,18 @@ def read_trace(path: Path) -> Iterator[dict[str, Any]]:
                 yield record
 
 
+def settled(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per call: its `done` record, or, for a call the run never finished
+    (killed mid-tool), the `started` record written before it ran."""
+    order: dict[str, dict[str, Any]] = {}
+    for record in records:
+        key = f"{record.get('turn')}:{record.get('call_id')}"
+        if record.get("phase") == "started" and key in order:
+            continue
+        order[key] = record
+    return list(order.values())
+
+
 def format_trace_record(record: Mapping[str, Any]) -> str:
     """A compact human-readable form for `assemble trace`, safe to print: proposals,
     results and reasons come from a model, tools and extensions, so control
@@ -103,6 +123,14 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
     lines = [f"turn {record.get('turn')}  {record.get('tool')}({one_line(arguments, 200)})"]
     if record.get("tool_source"):
         lines[0] += f"  [{record['tool_source']}]"
+    permission = record.get("permission")
+    if isinstance(permission, dict):
+        verdict = "allowed" if permission.get("allowed") else "DENIED"
+        rule = f" (rule `{permission['rule']}`)" if permission.get("rule") else ""
+        lines.append(
+            f"  permission: {verdict} by {permission.get('decided_by')}{rule}: "
+            f"{permission.get('reason')}"
+        )
     decision = record.get("decision", {})
     if decision.get("allowed", True):
         lines.append("  decision: allowed")
@@ -110,7 +138,10 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
         lines.append(
             f"  decision: BLOCKED by {decision.get('blocked_by')}: {decision.get('reason')}"
         )
-    lines.append(f"  executed: {'yes' if record.get('executed') else 'no'}")
+    if record.get("phase") == "started":
+        lines.append("  executed: started; the run stopped before it finished")
+    else:
+        lines.append(f"  executed: {'yes' if record.get('executed') else 'no'}")
     raw = record.get("raw_result")
     if raw is not None:
         lines.append(f"  raw result: {one_line(raw.get('content', ''), 200)}")

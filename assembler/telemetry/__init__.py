@@ -18,9 +18,9 @@ is imported at the first run, never at start-up. The audit trace
 (`sessions/trace.py`) is unchanged and independent of this.
 
 Modules: `state` (`AgentTelemetry`: what every span of one agent shares; imports no
-OpenTelemetry), `hooks` (runs and tool calls, around the runner's hooks), `provider`
-(model requests, around the provider), `otel` (the API calls they share), `content`
-(messages in the conventions' JSON shapes).
+OpenTelemetry), `hooks` (runs and tool calls, around the runner's hooks and from its
+trace records), `provider` (model requests, around the provider), `otel` (the API
+calls they share), `content` (messages in the conventions' JSON shapes).
 """
 
 from __future__ import annotations
@@ -31,9 +31,17 @@ from assembler.telemetry.state import CONTENT_VARIABLE, AgentTelemetry, otel_ins
 
 if TYPE_CHECKING:
     from assembler.providers.base import ModelProvider
-    from assembler.runner.hooks import RunnerHooks
+    from assembler.runner.hooks import RunnerHooks, ToolCallRecord
+    from assembler.runner.loop import TraceSink
 
-__all__ = ["CONTENT_VARIABLE", "AgentTelemetry", "otel_installed", "wrap_hooks", "wrap_provider"]
+__all__ = [
+    "CONTENT_VARIABLE",
+    "AgentTelemetry",
+    "otel_installed",
+    "wrap_hooks",
+    "wrap_provider",
+    "wrap_trace",
+]
 
 
 def wrap_hooks(hooks: RunnerHooks, telemetry: AgentTelemetry) -> RunnerHooks:
@@ -51,3 +59,16 @@ def wrap_provider(provider: ModelProvider, telemetry: AgentTelemetry) -> ModelPr
     from assembler.telemetry.provider import TracedProvider  # as in `wrap_hooks`
 
     return TracedProvider(provider, telemetry)
+
+
+def wrap_trace(trace: TraceSink | None, telemetry: AgentTelemetry) -> TraceSink:
+    """The audit trace sink (or none), followed by the spans of the calls that never
+    reached the hooks: refused by the permission rules, or not runnable at all."""
+    from assembler.telemetry.hooks import span_for_unseen_call  # as in `wrap_hooks`
+
+    def sink(record: ToolCallRecord) -> None:
+        if trace is not None:
+            trace(record)
+        span_for_unseen_call(telemetry, record)
+
+    return sink

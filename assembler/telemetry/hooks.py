@@ -9,6 +9,11 @@ current span of that task only, so whatever the tool does (a sub-agent's run, an
 instrumented HTTP client) nests under it, and nothing leaks into the runner's context.
 A call cancelled between its two hooks still ends its span, from the task's done
 callback.
+
+Calls that never reach the hooks get their span from the runner's trace record
+(`span_for_unseen_call`): one the permission rules refused (they decide before any
+extension), and one that could not run (no such tool, arguments that are not JSON,
+skipped for a steer). An allowed call's span names the permission outcome too.
 """
 
 from __future__ import annotations
@@ -22,13 +27,20 @@ from opentelemetry import context
 from opentelemetry.trace import Span
 
 from assembler.messages import AssistantMessage, Message, ToolCall
-from assembler.runner.hooks import CallDecision, ResultOutcome, RunnerHooks
+from assembler.runner.hooks import (
+    CallDecision,
+    PermissionOutcome,
+    ResultOutcome,
+    RunnerHooks,
+    ToolCallRecord,
+    current_permission,
+)
 from assembler.telemetry.content import arguments_json, text_messages
 from assembler.telemetry.otel import SpanKind, fail, in_context, start
 from assembler.telemetry.state import AgentTelemetry, RunState
 from assembler.tools.base import ToolResult
 
-__all__ = ["BLOCKED_EVENT", "REWRITTEN_EVENT", "TracedHooks"]
+__all__ = ["BLOCKED_EVENT", "REWRITTEN_EVENT", "TracedHooks", "span_for_unseen_call"]
 
 BLOCKED_EVENT = "assembler.tool_call.blocked"
 """On `execute_tool`: an extension or a permission rule refused the call."""
@@ -126,10 +138,7 @@ class TracedHooks:
             tool.end(type(e).__name__)
             raise
         if decision.blocked:
-            tool.span.add_event(
-                BLOCKED_EVENT,
-                {"assembler.blocked_by": decision.blocked_by, "assembler.reason": decision.reason},
-            )
+            _blocked(tool.span, decision)
             tool.end("blocked")
         return decision
 
@@ -151,23 +160,8 @@ class TracedHooks:
         return outcome
 
     def _start_tool(self, run: RunState, call: ToolCall) -> _ToolSpan:
-        telemetry = self.telemetry
-        span = start(
-            telemetry,
-            f"execute_tool {call.name}",
-            kind=SpanKind.INTERNAL,
-            parent=run.context,
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.tool.type": "function",
-            },
-        )
-        if telemetry.content and span.is_recording():
-            span.set_attribute(
-                "gen_ai.tool.call.arguments", arguments_json(call.arguments, call.raw_arguments)
-            )
+        run.seen.add(id(call))
+        span = _tool_span(self.telemetry, run, call, current_permission.get())
         tool = _ToolSpan(call, span)
         _TOOL_SPAN.set(tool)
         task = asyncio.current_task()
@@ -177,6 +171,58 @@ class TracedHooks:
             context.attach(in_context(span))
             task.add_done_callback(tool.end_with_task)
         return tool
+
+
+def span_for_unseen_call(telemetry: AgentTelemetry, record: ToolCallRecord) -> None:
+    """The span of a call the hooks never saw, from its finished trace record."""
+    run = telemetry.run
+    if run is None or id(record.call) in run.seen or getattr(record, "phase", "done") != "done":
+        return
+    span = _tool_span(telemetry, run, record.call, record.permission)
+    if record.decision.blocked:
+        _blocked(span, record.decision, record.permission)
+        error = "blocked"
+    else:  # the runner answered for it: no such tool, no JSON object, or a steer came
+        error = "invalid_arguments" if record.call.arguments is None else "not_run"
+    if telemetry.content and span.is_recording() and record.final is not None:
+        span.set_attribute("gen_ai.tool.call.result", record.final.content)
+    fail(span, error)
+    span.end()
+
+
+def _tool_span(
+    telemetry: AgentTelemetry, run: RunState, call: ToolCall, permission: PermissionOutcome | None
+) -> Span:
+    span = start(
+        telemetry,
+        f"execute_tool {call.name}",
+        kind=SpanKind.INTERNAL,
+        parent=run.context,
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+        },
+    )
+    if permission is not None and span.is_recording():
+        span.set_attribute("assembler.permission.decided_by", permission.decided_by)
+        if permission.rule:
+            span.set_attribute("assembler.permission.rule", permission.rule)
+    if telemetry.content and span.is_recording():
+        span.set_attribute(
+            "gen_ai.tool.call.arguments", arguments_json(call.arguments, call.raw_arguments)
+        )
+    return span
+
+
+def _blocked(
+    span: Span, decision: CallDecision, permission: PermissionOutcome | None = None
+) -> None:
+    attributes = {"assembler.blocked_by": decision.blocked_by, "assembler.reason": decision.reason}
+    if permission is not None and permission.rule:
+        attributes["assembler.permission.rule"] = permission.rule
+    span.add_event(BLOCKED_EVENT, attributes)
 
 
 def _end_run(run: RunState, reason: str, with_content: bool) -> None:

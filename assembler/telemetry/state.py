@@ -51,6 +51,9 @@ class RunState:
     usage: Usage = field(default_factory=Usage)
     error_type: str = ""
     answer: str = ""
+    seen: set[int] = field(default_factory=set)
+    """`id()` of the calls whose span the hooks made; the others get theirs from the
+    trace record (a call the permissions refused, or one that could not run)."""
 
 
 @dataclass

@@ -35,8 +35,9 @@ class ToolResult:
 class ToolContext:
     """What a running tool may know about the agent: where it works and its limits.
 
-    `env` is the environment for subprocesses the tool starts, already stripped of
-    provider credentials.
+    `env` is the environment for subprocesses the tool starts: the allowlisted base
+    plus the manifest's `tools.env` (`assembler.tools.environment.tool_environment`).
+    `timeout` bounds every call of every built-in tool.
     """
 
     workspace: Path

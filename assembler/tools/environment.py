@@ -1,35 +1,88 @@
-"""The environment a tool's subprocess sees: the user's, minus credentials.
+"""The environment a tool's subprocess sees: an allowlist, never the whole of the user's.
 
 The model decides what `bash` runs, and a prompt-injected file can ask it to run
-`env | curl ...`. The agent's own provider keys are the most valuable thing in the
-parent environment, so they, and anything named like a secret, are removed before any
-command starts. The list is by name because values cannot be recognised reliably.
-Tools that need a credential should get it from the manifest explicitly (`ToolContext.env`).
+`env | curl ...`. Removing variables *named* like secrets was tried first and missed
+`AWS_ACCESS_KEY_ID`, `DATABASE_URL` (a password inside), `CI_JOB_JWT`,
+`SLACK_WEBHOOK_URL`, `DOCKER_PASS`, `SENTRY_DSN` and `KUBE_BEARER`: a name does not
+say what a value grants. So a subprocess starts from a short list of variables that
+programs need to run at all (`BASE_VARIABLES`), and gets anything else only when the
+manifest names it (`tools.env.passthrough`) or sets it (`tools.env.set`), as Codex's
+shell environment policy does.
+
+A passthrough entry is a name (passed as is, even when it looks like a secret: the
+manifest asked for it by name) or a glob with `*` (`NODE_*`), which never matches a
+name that looks like a secret nor the agent's own API key variables: a secret goes to
+commands only when it is named in full. MCP stdio servers start from the same base
+(`assembler.mcp.environment`).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 
-#: Credentials the assembler itself reads; always removed.
+#: What every program may need: where programs are, who and where the user is, the
+#: locale and terminal, temporary files, the time zone. `LC_*` is a prefix.
+BASE_VARIABLES_POSIX = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TMPDIR",
+    "TZ",
+)
+#: Windows programs also need these to start at all (SYSTEMROOT for the C runtime and
+#: Winsock, PATHEXT/COMSPEC to find programs, the profile directories for their data).
+BASE_VARIABLES_WINDOWS = (
+    "PATH",
+    "PATHEXT",
+    "COMSPEC",
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "PROCESSOR_ARCHITECTURE",
+    "NUMBER_OF_PROCESSORS",
+)
+BASE_VARIABLES = BASE_VARIABLES_WINDOWS if sys.platform == "win32" else BASE_VARIABLES_POSIX
+
+#: Credentials the assembler itself reads.
 PROVIDER_CREDENTIALS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 
 # `GITHUB_TOKEN`, `FOO_API_KEY`, `GROQ_KEY`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`,
 # `PGPASSWORD`, `GOOGLE_APPLICATION_CREDENTIALS`, `NPM_AUTH`, `HF_AUTH_TOKEN`, ...
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:KEY|APIKEY|TOKEN|AUTH|SECRET|PAT)$|PASSWORD|PASSWD|SECRET|CREDENTIAL|_AUTH_|API_KEY",
+    r"(?:^|_)(?:KEY|APIKEY|TOKEN|AUTH|SECRET|PAT|PASS|JWT|DSN|BEARER|WEBHOOK|WEBHOOK_URL)$"
+    r"|PASSWORD|PASSWD|SECRET|CREDENTIAL|_AUTH_|API_KEY|ACCESS_KEY|PRIVATE",
 )
 # The assembler's own variables are configuration unless they look like credentials.
 _ASSEMBLER_SECRET = re.compile(r"^ASSEMBLER_.*(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH)")
-
-
-# Named like secrets but holding none: a socket path the user's git over SSH needs.
+# Named like secrets but holding none.
 _NOT_SECRETS = frozenset({"SSH_AUTH_SOCK"})
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a credential."""
+    """Whether an environment variable's name says it holds a credential.
+
+    Only used to keep globs from matching secrets and to mask values: a name that
+    does not look secret may still hold one, which is why nothing is passed by default.
+    """
     upper = name.upper()
     if upper in _NOT_SECRETS:
         return False
@@ -40,12 +93,42 @@ def is_secret_name(name: str) -> bool:
     )
 
 
-def scrub_environment(env: Mapping[str, str], also: Iterable[str] = ()) -> dict[str, str]:
-    """A copy of `env` without provider credentials, variables named like secrets, and
-    the variables named in `also` (the manifest's `api_key_env`, whatever its name)."""
-    extra = {name.upper() for name in also}
-    return {
-        name: value
-        for name, value in env.items()
-        if not is_secret_name(name) and name.upper() not in extra
-    }
+def base_environment(parent: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `parent` that every subprocess gets (`BASE_VARIABLES`)."""
+    return _matching(parent, BASE_VARIABLES, exclude=frozenset())
+
+
+def tool_environment(
+    parent: Mapping[str, str],
+    *,
+    passthrough: Iterable[str] = (),
+    assigned: Mapping[str, str] | None = None,
+    also_secret: Iterable[str] = (),
+) -> dict[str, str]:
+    """The environment of tool subprocesses: the base, the manifest's passthrough,
+    then the manifest's `set` values on top.
+
+    `also_secret` names variables that hold the agent's own API keys under other
+    names (a manifest's `api_key_env`); like secret-looking names, a glob never
+    matches them, only their full name does.
+    """
+    exclude = frozenset(name.upper() for name in (*PROVIDER_CREDENTIALS, *also_secret))
+    env = base_environment(parent)
+    env.update(_matching(parent, tuple(passthrough), exclude=exclude))
+    env.update(assigned or {})
+    return env
+
+
+def _matching(
+    parent: Mapping[str, str], patterns: tuple[str, ...], *, exclude: frozenset[str]
+) -> dict[str, str]:
+    names = {p for p in patterns if "*" not in p}
+    globs = [p for p in patterns if "*" in p]
+    found = {name: value for name, value in parent.items() if name in names}
+    for name, value in parent.items():
+        if name in found or not any(fnmatchcase(name, glob) for glob in globs):
+            continue
+        if is_secret_name(name) or name.upper() in exclude:
+            continue
+        found[name] = value
+    return found

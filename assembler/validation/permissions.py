@@ -83,13 +83,21 @@ def _tool_issues(
         return
     if not rule.names_one_tool or rule.tool in names:
         return
+    active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
+    if rule.tool in BUILTIN_TOOL_NAMES:
+        yield ctx.issue(
+            at,
+            f"`{rule.tool}` is a built-in tool this agent does not have (active: {active}); "
+            "the rule never applies",
+            "warning",
+        )
+        return
     known = sorted(names | set(BUILTIN_TOOL_NAMES))
     close = difflib.get_close_matches(rule.tool, known, n=1, cutoff=0.6)
     lowered = [n for n in known if n.lower() == rule.tool.lower()]
     hint = (lowered or close)[:1]
     if open_ended and not hint:
         return  # may be an MCP or extension tool, known only at run time
-    active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
     message = f"no active tool is named `{rule.tool}` (active: {active})"
     if hint:
         message += f"; did you mean `{hint[0]}`?"

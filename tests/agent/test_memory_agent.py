@@ -21,6 +21,11 @@ from assembler.validation.load import load_manifest
 DEPLOY_BODY = "Never deploy on Friday afternoons; the release train freezes at noon."
 TEA_BODY = "The user prefers tea over coffee and says so often."
 TESTS_BODY = "Run the tests with python3 -m unittest discover."
+BLOCK = (
+    "<relevant_memories>\n## deploy-window (project)\n\nWhen deploys may happen\n\n"
+    + DEPLOY_BODY
+    + "\n</relevant_memories>"
+)
 
 
 def project(
@@ -71,18 +76,18 @@ def test_selected_memory_reaches_the_model_exactly_once(tmp_path: Path, injectio
     run_once(project(tmp_path, injection), model, "When can we deploy the release?")
     for request in model.requests:  # both requests of the turn, not just the first
         assert request_text(request).count(DEPLOY_BODY) == 1
+        assert request_text(request).count(BLOCK) == 1  # the whole block, exactly once
+        assert request_text(request).count("<relevant_memories>") == 1
+        assert request_text(request).count("</relevant_memories>") == 1
         assert TEA_BODY not in request_text(request) and TESTS_BODY not in request_text(request)
     first = model.requests[0]
     if injection == "system":
-        assert (
-            "## memory\n### deploy-window (project)\nWhen deploys may happen\n" + DEPLOY_BODY
-            in first.system
-        )
+        assert first.system.endswith("\n\n## memory\n" + BLOCK)
         assert [type(m) for m in first.messages] == [UserMessage]
     else:
         assert "## memory" not in first.system
         assert [type(m) for m in first.messages] == [UserMessage, ContextMessage]
-        assert first.messages[1].content.startswith("## memory\n### deploy-window")  # type: ignore[union-attr]
+        assert first.messages[1].content == BLOCK  # type: ignore[union-attr]
 
 
 def test_system_mode_sends_one_message_fewer_than_message_mode(tmp_path: Path) -> None:
@@ -113,7 +118,9 @@ def test_exactly_once_on_the_wire(
 
     asyncio.run(go())
     body = openai_server.bodies[0]
-    assert json.dumps(body, ensure_ascii=False).count(DEPLOY_BODY) == 1
+    sent = json.dumps(body, ensure_ascii=False)
+    assert sent.count(DEPLOY_BODY) == 1
+    assert sent.count("<relevant_memories>") == sent.count("</relevant_memories>") == 1
     roles = [m["role"] for m in body["messages"]]
     assert roles == (["system", "user"] if injection == "system" else ["system", "user", "user"])
 
@@ -192,7 +199,7 @@ def test_render_dry_run_input_shows_the_selection_and_writes_nothing(
         "---- selected memories (1) ----\ndeploy-window (project): When deploys may happen"
         in result.out
     )
-    assert "## memory\n### deploy-window (project)" in result.out
+    assert "\n\n## memory\n" + BLOCK + "\n" in result.out
     assert {p: p.stat().st_mtime_ns for p in store.path.rglob("*")} == before
 
 

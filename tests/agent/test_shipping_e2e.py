@@ -151,7 +151,7 @@ def test_rewriting_the_result_to_blocked_does_not_prevent_the_write(shipping: Pa
     agent = build_agent(load_manifest(manifest), provider=model, trust=True, session_dir=sessions)
     run(agent, "Fix it.")
     assert test_file.read_bytes() != original  # the side effect happened
-    record = next(read_trace(next(sessions.glob("*.trace.jsonl"))))
+    record = read_trace(next(sessions.glob("*.trace.jsonl")))[0]
     assert record["decision"]["allowed"] is True
     assert record["executed"] is True
     assert record["raw_result"]["is_error"] is False

@@ -409,7 +409,7 @@ def setup(api, options):
     with pytest.raises(ExtensionError):
         asyncio.run(go())
     assert (tmp_path / "ws" / "out.txt").exists()  # the write happened...
-    record = next(read_trace(next(sessions.glob("*.trace.jsonl"))))
+    record = read_trace(next(sessions.glob("*.trace.jsonl")))[0]
     assert record["executed"] is True  # ...and the trace says so
     assert record["raw_result"]["is_error"] is False
     assert "tool_result processing failed" in record["notes"][0]

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_dump import index_dump
 
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory import MemoryRecord, MemoryStore, make_record
+from assembler.memory.index import INDEX_DIR
 
 PolicyFactory = Callable[..., MemoryPolicy]
 RecordFactory = Callable[..., MemoryRecord]
@@ -48,10 +50,17 @@ def rec() -> RecordFactory:
 
 
 @pytest.fixture
-def snapshot() -> Callable[[Path], dict[str, bytes]]:
-    """Every file of a store except the (empty) lock file, byte for byte."""
+def snapshot() -> Callable[[Path], dict[str, object]]:
+    """Every file of a store except the (empty) lock file, byte for byte, and what its
+    index holds (`index_dump`)."""
 
-    def take(directory: Path) -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != ".lock"}
+    def take(directory: Path) -> dict[str, object]:
+        files: dict[str, object] = {
+            p.name: p.read_bytes()
+            for p in sorted(directory.iterdir())
+            if p.name not in (".lock", INDEX_DIR)
+        }
+        files[INDEX_DIR] = index_dump(directory)
+        return files
 
     return take

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_dump import index_dump
 
 from assembler.errors import MemoryStoreError, ProviderError
 from assembler.manifest.model import MemoryPolicy
@@ -21,8 +22,7 @@ from assembler.memory import (
     needs_consolidation,
     validate_record,
 )
-from assembler.memory.index import INDEX_FILE
-from assembler.memory.store import JOURNAL_FILE
+from assembler.memory.journal import JOURNAL_FILE
 from assembler.messages import ModelRequest, UserMessage
 from assembler.testing import FunctionModel, ScriptedModel
 
@@ -81,8 +81,7 @@ def test_a_valid_merge_is_committed(duplicated: MemoryStore, policy: MemoryPolic
         "package-manager.md",
     ]
     assert not (policy.store / JOURNAL_FILE).exists()
-    rows = json.loads((policy.store / INDEX_FILE).read_text())["records"]
-    assert [row[0] for row in rows] == ["deploy-staging", "package-manager"]
+    assert list(index_dump(policy.store)["records"]) == ["deploy-staging", "package-manager"]
 
     prompt = model.last_request.messages[0]
     assert isinstance(prompt, UserMessage)

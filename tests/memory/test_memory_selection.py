@@ -11,7 +11,7 @@ import pytest
 from assembler.errors import ProviderError
 from assembler.manifest.model import MemoryPolicy
 from assembler.memory import MemoryRecord, MemoryStore, Selection, Selector, fit_budget
-from assembler.memory.keyword import KeywordIndex, record_terms, tokenize
+from assembler.memory.keyword import rank, record_terms, tokenize
 from assembler.messages import ModelRequest, UserMessage
 from assembler.prompt.renderer import MemoryEntry
 from assembler.testing import FunctionModel, ScriptedModel
@@ -184,15 +184,18 @@ def test_keyword_index_follows_changes_to_the_store(
     assert names(select(selector, "kubernetes cluster")) == ["cluster-access"]
     selector.store.remove("cluster-access")
     assert select(selector, "kubernetes cluster") == Selection()
-    assert len(selector.keyword_index) == 4
+    assert len(selector.store) == 4
+    assert selector.store.index.term_stats(["kubectl", "kubernetes", "deploy"]).keys() == {"deploy"}
 
 
-def test_keyword_index_scores_name_and_description_words() -> None:
-    assert record_terms("deploy-staging", "Deploy notes", "deploy now") == (
-        "deploy:5 notes:2 staging:2"
-    )
-    index = KeywordIndex()
-    assert index.search("anything") == []
+def test_keyword_terms_count_name_and_description_words_twice(store: MemoryStore) -> None:
+    assert record_terms("deploy-staging", "Deploy notes", "deploy now") == {
+        "deploy": 5,
+        "notes": 2,
+        "staging": 2,
+    }
+    with store.index.reading() as index:
+        assert rank(index, "anything") == []  # an empty store
 
 
 def test_a_record_damaged_since_open_is_skipped_with_a_diagnostic(

@@ -16,6 +16,7 @@ from assembler.memory import (
     make_record,
     validate_record,
 )
+from assembler.memory.index import IndexFailureError, StoreIndex
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
@@ -73,8 +74,15 @@ def test_format_matches_the_memory_section_of_the_prompt() -> None:
     memory = next(section for section in sections.sections if section.name == "memory")
     assert format_memories(entries) == memory.text
     assert format_memories(entries) == (
-        "### deploy-staging (project)\nHow to deploy to staging\n" + DEPLOY_BODY + "\n\n"
-        "### prefers-pnpm (user)\nThe user prefers pnpm\nAlways pnpm, never npm."
+        "<relevant_memories>\n"
+        "## deploy-staging (project)\n\nHow to deploy to staging\n\n" + DEPLOY_BODY + "\n\n"
+        "## prefers-pnpm (user)\n\nThe user prefers pnpm\n\nAlways pnpm, never npm.\n"
+        "</relevant_memories>"
+    )
+    assert format_memories(entries[:1]) == (
+        "<relevant_memories>\n## deploy-staging (project)\n\nHow to deploy to staging\n\n"
+        + DEPLOY_BODY
+        + "\n</relevant_memories>"
     )
 
 
@@ -96,8 +104,10 @@ def test_message_mode_adds_one_context_message_after_the_latest_user_message(
     assert len(first) == 4
     context = first[3]
     assert isinstance(context, ContextMessage)
-    assert context.content == "## memory\n" + format_memories(selected)
+    assert context.content == format_memories(selected)  # the block is the whole message
     assert occurrences(DEPLOY_BODY, system_prompt(()), first) == 1
+    assert occurrences("<relevant_memories>", system_prompt(()), first) == 1
+    assert occurrences("</relevant_memories>", system_prompt(()), first) == 1
     assert history == [first[0], first[1], first[2]]  # the input is not modified
 
 
@@ -121,6 +131,7 @@ def test_message_mode_stays_once_across_tool_rounds_and_kept_history(
         "ToolResultMessage",
     ]
     assert occurrences(DEPLOY_BODY, system_prompt(()), request_2) == 1
+    assert occurrences("<relevant_memories>", system_prompt(()), request_2) == 1
 
     # Next turn: the old injection goes, the new one follows the new question.
     asyncio.run(session.select("which package manager, npm or pnpm?"))
@@ -130,6 +141,7 @@ def test_message_mode_stays_once_across_tool_rounds_and_kept_history(
     assert isinstance(request_3[-2], UserMessage)
     assert occurrences(DEPLOY_BODY, "", request_3) == 0
     assert occurrences("Always pnpm, never npm.", "", request_3) == 1
+    assert occurrences("<relevant_memories>", "", request_3) == 1
 
 
 def test_message_mode_leaves_other_context_messages_alone(make_policy: PolicyFactory) -> None:
@@ -157,8 +169,13 @@ def test_system_mode_leaves_messages_unchanged_and_feeds_the_prompt(
     request = session.before_model(messages)
     assert request == messages
     prompt = system_prompt(session.selected())
-    assert "## memory\n### deploy-staging (project)" in prompt
+    assert prompt.endswith(
+        "\n\n## memory\n<relevant_memories>\n## deploy-staging (project)\n\n"
+        "How to deploy to staging\n\n" + DEPLOY_BODY + "\n</relevant_memories>"
+    )
     assert occurrences(DEPLOY_BODY, prompt, request) == 1
+    assert occurrences("<relevant_memories>", prompt, request) == 1
+    assert occurrences("</relevant_memories>", prompt, request) == 1
 
 
 def test_open_uses_the_policy_injection(make_policy: PolicyFactory) -> None:
@@ -232,3 +249,18 @@ def test_on_demand_without_a_model_is_a_diagnostic(make_policy: PolicyFactory, a
     else:
         asyncio.run(session.consolidate())
     assert session.take_diagnostics() == (f"memory {action.rstrip('e')}ion: no model to ask",)
+
+
+def test_an_index_failure_during_selection_is_a_diagnostic(
+    make_policy: PolicyFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = open_session(make_policy, injection="system")
+
+    def failing(*args: object) -> object:
+        raise IndexFailureError("the memory index failed: database is locked")
+
+    monkeypatch.setattr(StoreIndex, "term_stats", failing)
+    assert asyncio.run(session.select("deploy to staging")) == ()
+    assert session.take_diagnostics() == (
+        "memory selection: the memory index failed: database is locked; none selected",
+    )

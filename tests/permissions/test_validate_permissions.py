@@ -50,8 +50,8 @@ def test_unknown_tools_are_warnings_with_did_you_mean(project: Path) -> None:
         "[permissions.allow[0]]",
         f"agent.yaml:5:17: warning: no active tool is named `wirte` {active}; did you mean "
         "`write`? [permissions.allow[1]]",
-        f"agent.yaml:5:34: warning: no active tool is named `grep` {active}; did you mean `grep`? "
-        "[permissions.allow[2]]",
+        f"agent.yaml:5:34: warning: `grep` is a built-in tool this agent does not have {active}; "
+        "the rule never applies [permissions.allow[2]]",
     ]
 
 

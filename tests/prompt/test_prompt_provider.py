@@ -141,14 +141,20 @@ def test_the_exact_prompt_of_a_small_agent(small_agent: Manifest) -> None:
         " (file: `skills/refund/SKILL.md`)\n"
         "\n"
         "## memory\n"
-        "### answer-style (user)\n"
+        "<relevant_memories>\n"
+        "## answer-style (user)\n"
+        "\n"
         "How the user wants answers.\n"
+        "\n"
         "Short, in English.\n"
         "\n"
-        "### eu-rates (project)\n"
+        "## eu-rates (project)\n"
+        "\n"
         "Where the rates come from.\n"
+        "\n"
         "The 2024 tariff.\n"
-        "No VAT."
+        "No VAT.\n"
+        "</relevant_memories>"
     )
 
 
@@ -203,8 +209,8 @@ def test_the_memory_source_is_read_on_every_call(small_agent: Manifest) -> None:
     assert "## memory" not in provider()
     selected.append(MEMORIES[1])
     assert provider().endswith(
-        "\n\n## memory\n### eu-rates (project)\n"
-        "Where the rates come from.\nThe 2024 tariff.\nNo VAT."
+        "\n\n## memory\n<relevant_memories>\n## eu-rates (project)\n\n"
+        "Where the rates come from.\n\nThe 2024 tariff.\nNo VAT.\n</relevant_memories>"
     )
     selected.clear()
     assert "## memory" not in provider()

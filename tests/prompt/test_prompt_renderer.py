@@ -49,7 +49,10 @@ def inputs(**changes: Any) -> dict[str, Any]:
 
 
 def headings(text: str) -> list[str]:
-    return re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    """The section headings: `## ` lines outside the memory block (whose records have
+    `## name (type)` headings of their own)."""
+    outside = re.sub(r"<relevant_memories>\n.*?\n</relevant_memories>", "", text, flags=re.DOTALL)
+    return re.findall(r"^## (.+)$", outside, flags=re.MULTILINE)
 
 
 def position(text: str, heading: str) -> int:
@@ -98,9 +101,13 @@ def test_the_whole_prompt_of_the_fixed_inputs() -> None:
         "- **alpha**: Does alpha things. (file: `skills/alpha/SKILL.md`)\n"
         "\n"
         "## memory\n"
-        "### answer-style (user)\n"
+        "<relevant_memories>\n"
+        "## answer-style (user)\n"
+        "\n"
         "How to answer.\n"
-        "Short answers."
+        "\n"
+        "Short answers.\n"
+        "</relevant_memories>"
     )
 
 
@@ -133,7 +140,7 @@ def test_empty_skills_and_memory_are_dropped_whole(
 
 def test_memory_without_skills_follows_the_workspace_directly() -> None:
     text = DynamicPromptRenderer().render(**inputs(skills=()))
-    assert "Be brief.\n\n## memory\n### answer-style (user)\n" in text
+    assert "Be brief.\n\n## memory\n<relevant_memories>\n## answer-style (user)\n" in text
 
 
 def test_the_workspace_is_the_absolute_path_then_each_context_file() -> None:
@@ -163,15 +170,22 @@ def test_the_memory_section_for_two_selected_records() -> None:
     text = DynamicPromptRenderer().render(**inputs(memory=memory))
     assert text[text.index("\n\n## memory\n") + 2 :] == (
         "## memory\n"
-        "### answer-style (user)\n"
+        "<relevant_memories>\n"
+        "## answer-style (user)\n"
+        "\n"
         "How the user wants answers.\n"
+        "\n"
         "Short, in English.\n"
         "\n"
-        "### release-process (project)\n"
+        "## release-process (project)\n"
+        "\n"
         "How releases are cut.\n"
+        "\n"
         "Tag, then push.\n"
-        "No Fridays."
+        "No Fridays.\n"
+        "</relevant_memories>"
     )
+    assert text.count("<relevant_memories>") == text.count("</relevant_memories>") == 1
 
 
 def test_identity_is_trimmed_and_must_not_be_blank() -> None:
@@ -230,7 +244,7 @@ def test_an_override_reshapes_the_body_but_not_the_heading_or_order() -> None:
     }
     text = DynamicPromptRenderer(overrides).render(**inputs())
     assert text.startswith("## identity\nI am: You fix bugs.\n\n## tools\n* read\n* ship\n\n")
-    assert "\n\n## skills\n## memory\n1 skill(s)\n\n## memory\n### answer-style" in text
+    assert "\n\n## skills\n## memory\n1 skill(s)\n\n## memory\n<relevant_memories>\n" in text
     spots = [position(text, name) for name in SECTION_NAMES]
     assert spots == sorted(spots)
 

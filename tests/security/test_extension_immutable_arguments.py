@@ -19,6 +19,7 @@ from extension_project import project, run_bounded
 
 from assembler.messages import AssistantMessage
 from assembler.runner.events import ToolCallBlocked, ToolCallResult
+from assembler.sessions.trace import read_trace
 from assembler.testing import ScriptedModel, text, tool_call
 
 
@@ -70,7 +71,7 @@ def setup(api, options):
 
 def trace_records(sessions: Path) -> list[dict[str, Any]]:
     (path,) = sessions.glob("*.trace.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return read_trace(path)
 
 
 @pytest.mark.parametrize(

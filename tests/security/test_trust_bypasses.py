@@ -282,3 +282,26 @@ def test_a_literal_remote_base_url_receives_the_api_key_only_with_trust(
         f"model:\n  provider: openai\n  name: gpt-4o\n  base_url: {recorder[0]}/v1\n",
     )
     assert project_code(load_manifest(loopback)) == []
+
+
+def test_two_projects_may_each_have_a_module_of_the_same_name(tmp_path: Path) -> None:
+    agents = []
+    for label in ("one", "two"):
+        directory = tmp_path / label / "agents"
+        directory.mkdir(parents=True)
+        (directory / "samename_tools.py").write_text(
+            f"def who() -> str:\n    '''Say who.'''\n    return {label!r}\n"
+        )
+        path = manifest(directory, "tools:\n  sets:\n    - python: samename_tools:who\n")
+        agents.append(
+            build_agent(path, provider=ScriptedModel([]), record_session=False, trust=True)
+        )
+    from assembler.tools.base import ToolContext
+
+    async def call(agent: object) -> str:
+        tool = agent.registry.get("who")  # type: ignore[attr-defined]
+        return (await tool.execute({}, ToolContext(workspace=tmp_path))).content  # type: ignore[no-any-return]
+
+    import asyncio
+
+    assert [asyncio.run(call(a)) for a in agents] == ["one", "two"]

@@ -24,7 +24,7 @@ from wire.openai_server import OpenAIServer, stream
 from assembler.agent.build import build_agent
 from assembler.runner.events import RunEnd
 from assembler.telemetry import otel_installed
-from assembler.testing import ScriptedModel, text, tool_call
+from assembler.testing import ScriptedModel, reply, text, tool_call
 from assembler.validation.load import load_manifest
 
 SCRIPT = """\
@@ -408,3 +408,42 @@ def test_an_openai_request_through_the_sdk(
         "gen_ai.usage.input_tokens": 31,
         "gen_ai.usage.output_tokens": 4,
     }
+
+
+def test_permission_decisions_are_on_the_tool_spans(
+    tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """The rules decide before any hook runs: a denied call still has its span, with
+    the rule that refused it; an allowed one names the rule that allowed it."""
+    manifest = project(tmp_path)
+    manifest.write_text(
+        manifest.read_text() + 'permissions:\n  allow: [read]\n  deny: ["write(*.txt)"]\n'
+    )
+    model = ScriptedModel(
+        [
+            reply(
+                tool_call("write", path="out.txt", content="x"),
+                tool_call("read", path="notes.txt"),
+                tool_call("nonexistent"),
+            ),
+            text("done"),
+        ]
+    )
+    run(manifest, tmp_path, provider=model)
+    assert not (tmp_path / "ws" / "out.txt").exists()
+    spans = by_name(exporter)
+    (agent,) = spans["invoke_agent notes-reader"]
+    (write,) = spans["execute_tool write"]
+    assert write.parent is not None and write.parent.span_id == agent.context.span_id
+    assert attrs(write)["error.type"] == "blocked"
+    assert attrs(write)["assembler.permission.rule"] == "write(*.txt)"
+    (event,) = write.events
+    assert event.name == "assembler.tool_call.blocked"
+    assert dict(event.attributes or {})["assembler.blocked_by"] == "permissions"
+    assert dict(event.attributes or {})["assembler.permission.rule"] == "write(*.txt)"
+    (read,) = spans["execute_tool read"]
+    assert read.status.status_code is StatusCode.UNSET
+    assert attrs(read)["assembler.permission.decided_by"] == "rule"
+    assert attrs(read)["assembler.permission.rule"] == "read"
+    (missing,) = spans["execute_tool nonexistent"]
+    assert attrs(missing)["error.type"] == "not_run"

@@ -14,7 +14,7 @@ from procs import live_processes_with
 
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.builtin.bash import BASH_TOOL
-from assembler.tools.environment import is_secret_name, scrub_environment
+from assembler.tools.environment import is_secret_name, tool_environment
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="scans /proc")
 
@@ -143,17 +143,22 @@ def test_multibyte_output_is_cut_on_a_character_boundary(tmp_path: Path) -> None
     assert len(body.encode()) == 999
 
 
-def test_parent_credentials_do_not_reach_the_command(
+def test_only_the_base_environment_reaches_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Without a manifest's `tools.env`, a command sees the allowlisted basics only:
+    # not credentials, and not other variables either (issue 11, item 22).
     monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret-1")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-parent-secret-2")
-    monkeypatch.setenv("ASSEMBLER_TEST_PLAIN", "visible-value")
+    monkeypatch.setenv("ASSEMBLER_TEST_PLAIN", "plain-value")
+    monkeypatch.setenv("HOME", "/home/test-user")
     result = run(tmp_path, command="env")
     assert "sk-parent-secret-1" not in result.content
     assert "OPENAI_API_KEY" not in result.content
     assert "ghp-parent-secret-2" not in result.content
-    assert "ASSEMBLER_TEST_PLAIN=visible-value" in result.content
+    assert "plain-value" not in result.content
+    assert "HOME=/home/test-user" in result.content
+    assert f"PATH={os.environ['PATH']}" in result.content
 
 
 def test_context_environment_is_used_as_given(tmp_path: Path) -> None:
@@ -193,7 +198,7 @@ def test_ordinary_names(name: str) -> None:
     assert not is_secret_name(name)
 
 
-def test_scrub_environment_returns_a_filtered_copy() -> None:
+def test_tool_environment_returns_a_filtered_copy() -> None:
     env = {"PATH": "/bin", "OPENAI_API_KEY": "x", "X_TOKEN": "y"}
-    assert scrub_environment(env) == {"PATH": "/bin"}
+    assert tool_environment(env, passthrough=["*"]) == {"PATH": "/bin"}
     assert env["OPENAI_API_KEY"] == "x"

@@ -186,6 +186,9 @@ def test_bash_does_not_see_the_manifests_key_variable(
         "version: 1\nname: plain\nidentity: Test.\n"
         "model: {provider: openai, name: m, base_url: 'http://127.0.0.1:9/v1', "
         "api_key_env: MY_GATEWAY_CREDS_VAR}\n"
+        # Variables reach commands only when passed through; a glob that matches the
+        # key variable's name still does not pass it.
+        "tools: {env: {passthrough: ['ORDINARY_*', 'MY_*']}}\n"
     )
     from assembler.runner.events import ToolCallResult
     from assembler.testing import tool_call

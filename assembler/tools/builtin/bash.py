@@ -1,41 +1,40 @@
 """`bash`: run a shell command in the workspace, and never leave it running.
 
-The command runs as `bash -c` in a new session (`start_new_session=True`), so it and
-everything it starts share one process group that can be signalled as a whole. On a
-timeout or a cancelled call the group gets SIGTERM, then SIGKILL after a short grace:
-killing only `bash` would leave `sleep 100 &` and friends running, holding the output
-pipe open and the tool call hanging. A background job that still holds the output pipe
-after `bash` itself exits is stopped the same way (redirecting its output, as
-`cmd > log 2>&1 &`, lets it keep running).
+The command runs as `bash -c` under a supervisor process of its own
+(`assembler.tools.processes`), which is a child subreaper: everything the command
+starts stays below it, even through `setsid`, a double fork or `nohup`. On a timeout
+or a cancelled call the supervisor SIGTERMs every descendant, then SIGKILLs what is
+left after a short grace; killing only `bash` (or only its process group) would leave
+detached jobs running, and a job holding the output pipe would hang the call. A
+background job that still holds the output pipe after `bash` itself exits is stopped
+the same way. One that redirected its output (`cmd > log 2>&1 &`) keeps running
+until it ends or the assembler exits, whichever is first: nothing a command starts
+outlives the assembler process.
 
-The environment is the parent's minus credentials (`scrub_environment`), unless the
-manifest gives one explicitly in `ToolContext.env`.
+The environment is an allowlist (`tool_environment`): the basics from the user's
+environment plus what the manifest passes through; the agent builds it into
+`ToolContext.env`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_number, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.builtin.workspace import workspace_root
-from assembler.tools.environment import scrub_environment
+from assembler.tools.environment import base_environment
 from assembler.tools.truncate import split_lines, truncate_text
 
-if TYPE_CHECKING:
-    from asyncio.subprocess import Process
-
-#: Seconds between SIGTERM and SIGKILL for the command's process group.
-KILL_GRACE = 1.0
 #: Seconds to wait for output after `bash` exits before stopping jobs that hold the pipe.
 DRAIN_GRACE = 0.5
-_POLL = 0.05
 
 
 @dataclass
@@ -80,7 +79,7 @@ async def _bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     requested = optional_number(args, "timeout")
     timeout = ctx.timeout if requested is None else min(requested, ctx.timeout)
     cwd = workspace_root(ctx.workspace)
-    env = dict(ctx.env) if ctx.env is not None else scrub_environment(os.environ)
+    env = dict(ctx.env) if ctx.env is not None else base_environment(os.environ)
 
     started = time.monotonic()
     outcome = await _run(command, cwd=str(cwd), env=env, timeout=timeout, ctx=ctx)
@@ -124,26 +123,25 @@ async def _bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
 async def _run(
     command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext
 ) -> _Outcome:
-    """Run the command; return when it exits or times out, with nothing left running.
+    """Run the command; return when it exits or times out, with nothing left running
+    that holds its output (and nothing at all after a timeout or a cancellation).
 
-    The output goes through a pipe this function owns (not `PIPE`): asyncio's
-    `Process.wait()` would otherwise also wait for every process holding the pipe.
+    The output goes through a pipe this function owns; the command's status comes
+    from its supervisor, so waiting for it never waits for background jobs.
     """
+    # Imported here: asyncio and subprocess are not needed to list or validate tools.
     import asyncio
+
+    from assembler.tools.processes import KILL_GRACE, STOP_WAIT, start_supervised
 
     loop = asyncio.get_running_loop()
     read_fd, write_fd = os.pipe()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            start_new_session=True,
+        # `bash` is found on the assembler's PATH: the command's own PATH (which the
+        # manifest may set) decides what the command runs, not which shell runs it.
+        shell = shutil.which("bash") or "bash"
+        supervised = await start_supervised(
+            [shell, "-c", command], cwd=cwd, env=env, output_fd=write_fd
         )
     except BaseException:
         os.close(read_fd)
@@ -151,9 +149,16 @@ async def _run(
     finally:
         os.close(write_fd)
     stream = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", buffering=0)
-    )
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), pipe
+        )
+    except BaseException:  # cancelled already: the command must not run on
+        supervised.kill()
+        supervised.release()
+        pipe.close()
+        raise
     output = _Output(cap=max(4 * ctx.max_output_bytes, 1 << 20), data=bytearray())
 
     async def pump() -> None:
@@ -161,44 +166,38 @@ async def _run(
             output.add(chunk)
 
     reader = asyncio.ensure_future(pump())
-    exited = asyncio.ensure_future(proc.wait())
+    exited = asyncio.ensure_future(supervised.wait_outcome())
     deadline = loop.time() + timeout
     timed_out = stopped_background = False
+    finished = False
     try:
         done, _ = await asyncio.wait({exited}, timeout=timeout)
         timed_out = exited not in done
         if not timed_out:
+            exited.result()  # a supervisor that could not start the command raises here
             grace = max(0.0, min(DRAIN_GRACE, deadline - loop.time()))
             drained, _ = await asyncio.wait({reader}, timeout=grace)
             stopped_background = reader not in drained
+        finished = not (timed_out or stopped_background)
     finally:
-        # Also reached on cancellation: the command must not outlive the call.
+        # Also reached on cancellation: the command must not outlive the call. The
+        # request to stop is one write; the supervisor does the rest even if this
+        # coroutine is interrupted again.
         try:
-            if timed_out or stopped_background or proc.returncode is None:
-                await _kill_group(proc)
+            if not finished:
+                supervised.kill()
+                exited.cancel()
+                await asyncio.wait({exited})  # one reader of the status at a time
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(supervised.wait_done(), STOP_WAIT)
             await asyncio.wait({reader}, timeout=KILL_GRACE)
         finally:
             reader.cancel()
             exited.cancel()
             transport.close()
-    exit_code = None if timed_out else proc.returncode
+            supervised.release()
+    exit_code = None if timed_out else supervised.exit_code()
     return _Outcome(exit_code, timed_out, stopped_background, output)
-
-
-async def _kill_group(proc: Process) -> None:
-    """SIGTERM the command's process group, then SIGKILL what is left after a grace."""
-    import asyncio
-
-    pgid = proc.pid  # the session leader's pid is the group id
-    try:
-        if _signal_group(pgid, signal.SIGTERM):
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + KILL_GRACE
-            while loop.time() < deadline and _group_alive(pgid):
-                await asyncio.sleep(_POLL)
-    finally:  # a second cancellation must not skip the SIGKILL
-        _signal_group(pgid, signal.SIGKILL)
-    await proc.wait()
 
 
 def _signal_name(number: int) -> str:
@@ -206,43 +205,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError as exc:  # a member changed its credentials (setuid)
-        raise ToolError(f"cannot stop the command's processes: {exc}") from exc
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies do not count).
-
-    Killed background jobs are orphans, reaped by init whenever it gets to it; until
-    then `killpg(pgid, 0)` still succeeds, so on Linux `/proc` is asked instead.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return True  # no /proc (macOS): assume alive until the grace ends
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 BASH_TOOL = Tool(

@@ -3,27 +3,44 @@
 `read` returns the file's text unchanged (no line-number prefixes) so the model can
 copy it into `edit`'s `old_text` exactly; the line range is given in a footer instead.
 `edit` replaces one exact, unique occurrence: a fuzzy or first-of-many match would let
-the model change code it never looked at. Both confine paths with
-`resolve_in_workspace` and never raise for the model's mistakes.
+the model change code it never looked at. All three confine paths with
+`resolve_in_workspace`, use regular files only (`text_files`), and never raise for the
+model's mistakes. Their file work runs off the event loop within the tool timeout
+(`run_blocking`): a slow disk, a huge file or a hostile `old_text` delays one call,
+never the whole agent. `read` streams (`line_reader`), so its memory is bounded by the
+output limits whatever the file's size; `write` and `edit` replace the file through a
+temporary file and a rename, keeping its permissions.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_int, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.builtin.text_files import read_text_exact, read_text_lossy
+from assembler.tools.builtin.line_reader import CHUNK_BYTES, Selection, select_lines
+from assembler.tools.builtin.text_files import (
+    existing_mode,
+    looks_binary,
+    open_regular,
+    read_text_exact,
+    replace_file,
+)
 from assembler.tools.builtin.workspace import display_path, resolve_in_workspace
-from assembler.tools.truncate import split_lines, truncate_text
+from assembler.tools.offload import run_blocking
 
 _PATH = {
     "type": "string",
     "description": "File path, relative to the workspace (or absolute, inside it).",
 }
 _DIFF_LINES = 12
+#: How many match positions an ambiguous `edit` reports (and looks for).
+_SHOWN_MATCHES = 10
+_MAYBE_WRITTEN = "; the file may still be replaced when it finishes"
 
 
 @guarded("read", ("path", "offset", "limit"))
@@ -33,28 +50,25 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     limit = optional_int(args, "limit")
     path = resolve_in_workspace(ctx.workspace, user_path)
     shown = display_path(ctx.workspace, path)
-    lines = split_lines(read_text_lossy(path, shown))
-    total = len(lines)
-    if total == 0:
-        return ToolResult(f"[{shown} is empty]", details={"path": shown, "total_lines": 0})
-    if offset > total:
-        raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines")
-
-    end = total if limit is None else min(total, offset - 1 + limit)
-    cut = truncate_text(
-        "".join(lines[offset - 1 : end]),
-        ctx.max_output_lines,
-        ctx.max_output_bytes,
-        keep="head",
+    picked = await run_blocking(
+        lambda: _read_lines(path, shown, offset, limit, ctx),
+        timeout=ctx.timeout,
+        what=f"read {shown}",
     )
-    last = offset - 1 + cut.last_line
-    body = cut.text if cut.text.endswith("\n") else cut.text + "\n"
+    if picked.total == 0:
+        return ToolResult(f"[{shown} is empty]", details={"path": shown, "total_lines": 0})
+    if offset > picked.total:
+        raise ToolError(
+            f"offset {offset} is past the end of {shown}, which has {picked.total} lines"
+        )
+    last, total = picked.last, picked.total
+    body = picked.text if picked.text.endswith("\n") else picked.text + "\n"
     footer = f"[{shown}: lines {offset}-{last} of {total}"
-    if cut.line_bytes is not None:
-        kept, full = cut.line_bytes
+    if picked.line_bytes is not None:
+        kept, full = picked.line_bytes
         footer += f"; line {last} cut to its first {kept} of {full} bytes"
-    if cut.truncated:
-        footer += f"; output truncated at the {cut.limit}"
+    if picked.truncated:
+        footer += f"; output truncated at the {picked.limit}"
     if last < total:
         footer += f"; use offset={last + 1} to continue"
     details = {
@@ -62,9 +76,29 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         "first_line": offset,
         "last_line": last,
         "total_lines": total,
-        "truncated": cut.truncated,
+        "truncated": picked.truncated,
     }
     return ToolResult(body + footer + "]", details=details)
+
+
+def _read_lines(
+    path: Path, shown: str, offset: int, limit: int | None, ctx: ToolContext
+) -> Selection:
+    fd, size = open_regular(path, shown)
+    try:
+        first = os.read(fd, CHUNK_BYTES)
+        if looks_binary(first):
+            raise ToolError(f"{shown} looks like a binary file ({size} bytes); not shown")
+        return select_lines(
+            fd,
+            offset=offset,
+            limit=limit,
+            max_lines=ctx.max_output_lines,
+            max_bytes=ctx.max_output_bytes,
+            first=first,
+        )
+    finally:
+        os.close(fd)
 
 
 @guarded("write", ("path", "content"))
@@ -74,9 +108,17 @@ async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
     shown = display_path(ctx.workspace, path)
     data = _encode(content, "content")
-    previous = path.stat().st_size if path.exists() else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+
+    def write() -> int | None:
+        mode = existing_mode(path, shown)
+        previous = path.stat().st_size if mode is not None else None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, data, mode)
+        return previous
+
+    previous = await run_blocking(
+        write, timeout=ctx.timeout, what=f"write {shown}", note=_MAYBE_WRITTEN
+    )
     what = "new file" if previous is None else f"replaced {previous} bytes"
     return ToolResult(
         f"Wrote {len(data)} bytes to {shown} ({what})",
@@ -91,8 +133,22 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     new_text = require_str(args, "new_text")
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
     shown = display_path(ctx.workspace, path)
-    text = read_text_exact(path, shown)
+    line = await run_blocking(
+        lambda: _edit_file(path, shown, old_text, new_text),
+        timeout=ctx.timeout,
+        what=f"edit {shown}",
+        note=_MAYBE_WRITTEN,
+    )
+    return ToolResult(
+        _summary(shown, line, old_text, new_text),
+        details={"path": shown, "line": line},
+    )
 
+
+def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
+    """Replace the one occurrence of `old_text`; the line it was at, or a `ToolError`."""
+    mode = existing_mode(path, shown)
+    text = read_text_exact(path, shown)
     starts = _occurrences(text, old_text)
     if not starts:
         message = f"old_text was not found in {shown}."
@@ -105,22 +161,21 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             message += " `read` the file and copy old_text from it exactly."
         raise ToolError(message)
     if len(starts) > 1:
-        where = ", ".join(str(_line_of(text, start)) for start in starts[:10])
+        if len(starts) > _SHOWN_MATCHES:
+            count = f"at least {max(len(starts), text.count(old_text))} times"
+        else:
+            count = f"{len(starts)} times"
+        where = ", ".join(str(_line_of(text, start)) for start in starts[:_SHOWN_MATCHES])
         raise ToolError(
-            f"old_text occurs {len(starts)} times in {shown} (at lines {where}); it must "
-            "match exactly once: add surrounding lines to old_text to make it unique."
+            f"old_text occurs {count} in {shown} (at lines {where}); it must match "
+            "exactly once: add surrounding lines to old_text to make it unique."
         )
     if old_text == new_text:
         raise ToolError("old_text and new_text are identical; there is nothing to change")
-
     start = starts[0]
     updated = text[:start] + new_text + text[start + len(old_text) :]
-    path.write_bytes(_encode(updated, "new_text"))
-    line = _line_of(text, start)
-    return ToolResult(
-        _summary(shown, line, old_text, new_text),
-        details={"path": shown, "line": line},
-    )
+    replace_file(path, _encode(updated, "new_text"), mode)
+    return _line_of(text, start)
 
 
 def _encode(text: str, name: str) -> bytes:
@@ -131,10 +186,16 @@ def _encode(text: str, name: str) -> bytes:
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
-    """Every start index, overlapping ones included (`aa` occurs twice in `aaa`)."""
+    """Start indexes, overlapping ones included (`aa` occurs twice in `aaa`), up to one
+    more than `_SHOWN_MATCHES`: enough to tell 0, 1 and many apart, and to say where.
+
+    Each `find` is linear (CPython switches to the two-way algorithm on long needles),
+    so this is too. Listing every overlapping start was quadratic: `old_text` of
+    100 KB of `a` in a file of 200 KB of `a` starts 100,000 times.
+    """
     starts: list[int] = []
     index = text.find(needle)
-    while index != -1:
+    while index != -1 and len(starts) <= _SHOWN_MATCHES:
         starts.append(index)
         index = text.find(needle, index + 1)
     return starts

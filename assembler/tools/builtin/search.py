@@ -2,16 +2,21 @@
 
 Pure Python on purpose: no dependency on ripgrep or fd being installed, the same
 results on every machine, and the walk can enforce the workspace boundary (symlinks
-that lead outside are skipped, never followed). Walks run in a worker thread so a big
-tree does not stall the event loop. Output paths are relative to the workspace, so they
-can be passed straight to `read` and `edit`.
+that lead outside are skipped, never followed). Output paths are relative to the
+workspace, so they can be passed straight to `read` and `edit`.
+
+`grep` and `find` run the model's regular expression and globs in a separate process
+(`search_worker`) that is killed when the tool timeout expires: Python's `re`
+backtracks, and a pattern such as `^(a+)+$` would otherwise run for hours holding the
+GIL, past any timeout. `ls` lists one directory in a thread, within the timeout.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +29,23 @@ from assembler.tools.arguments import (
     require_str,
 )
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.builtin.text_files import looks_binary
-from assembler.tools.builtin.tree import glob_matcher, walk_files
 from assembler.tools.builtin.workspace import display_path, resolve_in_workspace, workspace_root
+from assembler.tools.environment import base_environment
+from assembler.tools.offload import run_blocking
 from assembler.tools.truncate import truncate_output
 
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINE_CHARS = 300
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
 DEFAULT_FIND_LIMIT = 1000
+#: Where the `assembler` package can be imported from, for the worker process.
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # assembler/tools/builtin/..
+#: The worker's command line: only the standard library and this package importable
+#: (the package root is appended to the path, so it cannot shadow the stdlib).
+WORKER_BOOT = (
+    "import sys; sys.path.append(sys.argv[1]); "
+    f"from {__package__}.search_worker import main; main()"
+)
 
 
 def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
@@ -47,74 +60,86 @@ def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, An
     return ToolResult("\n".join([body.rstrip("\n"), *notes, *extra]), details=details)
 
 
-@guarded("grep", ("pattern", "path", "glob", "ignore_case", "limit"))
-async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> dict[str, Any]:
+    """Run a search in a worker process; kill it when it exceeds the tool timeout."""
+    # Imported here: listing and validating tools must not load asyncio.
     import asyncio
 
+    from assembler.tools.processes import RUNNING
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        WORKER_BOOT,
+        _PACKAGE_ROOT,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=base_environment(os.environ),
+    )
+
+    def kill() -> None:
+        if proc.returncode is None:
+            proc.kill()
+
+    RUNNING.add(proc.pid, kill)
+    payload = json.dumps({**request, "parent": os.getpid()}).encode()
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(payload), ctx.timeout)
+    except TimeoutError:
+        raise ToolError(
+            f"{what} did not finish within {ctx.timeout:g} s (limits.tool_timeout) and "
+            "was stopped; a pattern with nested repetition such as `(a+)+` can take "
+            "forever on a non-matching line: simplify the pattern or narrow the path"
+        ) from None
+    finally:
+        # Also on cancellation: the search must not outlive the call, and the process
+        # is reaped here so its pipes are closed before the event loop is.
+        kill()
+        RUNNING.discard(proc.pid)
+        await proc.wait()  # killed: this returns at once
+    if proc.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        raise ToolError(f"{what} failed (exit code {proc.returncode}): {tail[0]}")
+    answer: dict[str, Any] = json.loads(out)
+    if "error" in answer:
+        raise ToolError(str(answer["error"]))
+    return answer
+
+
+@guarded("grep", ("pattern", "path", "glob", "ignore_case", "limit"))
+async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = require_str(args, "pattern", allow_empty=False)
     glob = optional_str(args, "glob")
-    flags = re.IGNORECASE if optional_bool(args, "ignore_case") else 0
+    ignore_case = optional_bool(args, "ignore_case")
     limit = min(optional_int(args, "limit") or DEFAULT_LIMIT, MAX_LIMIT)
-    try:
-        regex = re.compile(pattern, flags)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
     root, base = _base(args, ctx)
     if not base.exists():
         raise ToolError(f"{display_path(ctx.workspace, base)}: no such file or directory")
-    matches_glob = glob_matcher(glob) if glob else None
-    return await asyncio.to_thread(
-        _grep_sync,
-        regex,
-        root=root,
-        base=base,
-        matches_glob=matches_glob,
-        limit=limit,
-        ctx=ctx,
+    answer = await _in_worker(
+        {
+            "op": "grep",
+            "pattern": pattern,
+            "ignore_case": ignore_case,
+            "glob": glob,
+            "root": str(root),
+            "base": str(base),
+            "limit": limit,
+            "max_line": MAX_LINE_CHARS,
+            "max_file": MAX_GREP_FILE_BYTES,
+        },
+        ctx,
+        "grep",
     )
-
-
-def _grep_sync(
-    regex: re.Pattern[str],
-    *,
-    root: Path,
-    base: Path,
-    matches_glob: Callable[[str], bool] | None,
-    limit: int,
-    ctx: ToolContext,
-) -> ToolResult:
-    files = [base] if base.is_file() else walk_files(root, base)
-    found: list[str] = []
-    skipped_large = 0
-    for path in files:
-        rel = path.relative_to(root).as_posix()
-        if matches_glob and base.is_dir() and not matches_glob(path.relative_to(base).as_posix()):
-            continue
-        try:
-            if path.stat().st_size > MAX_GREP_FILE_BYTES:
-                skipped_large += 1
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if looks_binary(data):
-            continue
-        for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
-            if regex.search(line):
-                text = line.rstrip("\r")
-                if len(text) > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + "..."
-                found.append(f"{rel}:{number}: {text}")
-                if len(found) > limit:
-                    break
-        if len(found) > limit:
-            break
+    found: list[str] = answer["found"]
     extra: list[str] = []
     if len(found) > limit:
         found = found[:limit]
         extra.append(f"[stopped after {limit} matches; narrow the pattern, path or glob]")
-    if skipped_large:
-        extra.append(f"[skipped {skipped_large} files larger than 10 MB]")
+    if answer["skipped_large"]:
+        extra.append(f"[skipped {answer['skipped_large']} files larger than 10 MB]")
     details = {"matches": len(found)}
     if not found:
         return ToolResult("\n".join(["No matches.", *extra]), details=details)
@@ -123,29 +148,25 @@ def _grep_sync(
 
 @guarded("find", ("pattern", "path", "limit"))
 async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    import asyncio
-
-    matches = glob_matcher(require_str(args, "pattern", allow_empty=False))
+    pattern = require_str(args, "pattern", allow_empty=False)
     limit = min(optional_int(args, "limit") or DEFAULT_FIND_LIMIT, MAX_LIMIT)
     root, base = _base(args, ctx)
     if not base.is_dir():
         raise ToolError(f"{display_path(ctx.workspace, base)} is not a directory")
-
-    def collect() -> list[str]:
-        return sorted(
-            path.relative_to(root).as_posix()
-            for path in walk_files(root, base)
-            if matches(path.relative_to(base).as_posix())
-        )
-
-    found = await asyncio.to_thread(collect)
+    answer = await _in_worker(
+        {"op": "find", "pattern": pattern, "root": str(root), "base": str(base), "limit": limit},
+        ctx,
+        "find",
+    )
+    found: list[str] = answer["paths"]
+    count: int = answer["count"]
     extra = []
-    if len(found) > limit:
-        extra.append(f"[showing {limit} of {len(found)} files; narrow the pattern or path]")
-    details = {"matches": len(found)}
+    if count > limit:
+        extra.append(f"[showing {limit} of {count} files; narrow the pattern or path]")
+    details = {"matches": count}
     if not found:
         return ToolResult("No files found.", details=details)
-    return _finish("\n".join(found[:limit]), ctx, extra, details)
+    return _finish("\n".join(found), ctx, extra, details)
 
 
 @guarded("ls", ("path",))
@@ -156,8 +177,12 @@ async def _ls(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"{shown}: no such directory")
     if not base.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use `read` to see it")
-    with os.scandir(base) as scan:
-        entries = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in scan)
+
+    def listing() -> list[str]:
+        with os.scandir(base) as scan:
+            return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in scan)
+
+    entries = await run_blocking(listing, timeout=ctx.timeout, what=f"ls {shown}")
     if not entries:
         return ToolResult(f"({shown} is empty)", details={"entries": 0})
     return _finish("\n".join(entries), ctx, [], {"entries": len(entries)})

@@ -4,6 +4,9 @@
 has no way to match `**` against a relative path string, so both are done here: the
 walk never descends a directory symlink and drops file symlinks that lead outside, and
 globs are translated to regular expressions once.
+
+Only the standard library is imported: the search worker
+process imports this module, and its start-up is paid on every `grep` and `find`.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from assembler.tools.builtin.workspace import is_inside
 
 #: Version-control directories: huge, never what the model is looking for.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -89,3 +90,14 @@ def walk_files(root: Path, base: Path) -> Iterator[Path]:
                 yield path
         elif entry.is_file(follow_symlinks=False):
             yield path
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    """Whether `path` (already absolute) resolves to somewhere inside `root` (resolved).
+
+    Used by directory walks to skip symlinks that escape, without raising.
+    """
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(root)
+    except (OSError, ValueError):
+        return False

@@ -73,17 +73,6 @@ def display_path(workspace: Path, path: Path) -> str:
         return str(path)
 
 
-def is_inside(root: Path, path: Path) -> bool:
-    """Whether `path` (already absolute) resolves to somewhere inside `root` (resolved).
-
-    Used by directory walks to skip symlinks that escape, without raising.
-    """
-    try:
-        return Path(os.path.realpath(path)).is_relative_to(root)
-    except (OSError, ValueError):
-        return False
-
-
 def _resolve(candidate: Path, user_path: str) -> Path:
     """Resolve the parent, then the final component, refusing dangling final symlinks."""
     name = candidate.name

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from assembler.python_refs import ParsedModule, parse_expression
 from assembler.tools.python.schema import (
     RuntimeOnly,
     Schema,
@@ -65,6 +66,52 @@ _MAPPING_NAMES = {
 }
 
 
+Bindings = Mapping[str, list[ast.AST | str]]
+"""Every module-level binding of each name, in source order."""
+
+
+def module_bindings(tree: ast.Module) -> Bindings:
+    """How the module binds each name at its top level (read by `SourceTypes`)."""
+    bindings: dict[str, list[ast.AST | str]] = {}
+
+    def bind(name: str, target: ast.AST | str) -> None:
+        bindings.setdefault(name, []).append(target)
+
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    bind(alias.asname, alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    bind(top, top)
+        elif isinstance(statement, ast.ImportFrom):
+            prefix = "." * statement.level + (statement.module or "")
+            for alias in statement.names:
+                bind(alias.asname or alias.name, f"{prefix}.{alias.name}")
+        elif isinstance(statement, ast.Assign):
+            simple = len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            for target in statement.targets:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        bind(node.id, statement.value if simple else statement)
+        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            bind(statement.target.id, statement.value or statement)
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bind(statement.name, statement)
+        else:
+            # Names bound inside `if`, `try`, loops...: which binding wins is only
+            # known at run time, so record them as unknowable.
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bind(node.id, statement)
+                elif isinstance(node, ast.alias):
+                    bind(node.asname or node.name.split(".")[0], statement)
+                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    bind(node.name, statement)
+    return bindings
+
+
 class SourceTypes:
     """Reads annotation and default expressions of one parsed module, statically.
 
@@ -74,47 +121,17 @@ class SourceTypes:
     `RuntimeOnly`.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
-        self._bindings: dict[str, list[ast.AST | str]] = {}
-        for statement in tree.body:
-            self._bind_statement(statement)
+    def __init__(self, tree: ast.Module, bindings: Bindings | None = None) -> None:
+        self._bindings = module_bindings(tree) if bindings is None else bindings
         self._expanding: set[str] = set()
 
-    def _bind(self, name: str, target: ast.AST | str) -> None:
-        self._bindings.setdefault(name, []).append(target)
-
-    def _bind_statement(self, statement: ast.stmt) -> None:
-        if isinstance(statement, ast.Import):
-            for alias in statement.names:
-                if alias.asname:
-                    self._bind(alias.asname, alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    self._bind(top, top)
-        elif isinstance(statement, ast.ImportFrom):
-            prefix = "." * statement.level + (statement.module or "")
-            for alias in statement.names:
-                self._bind(alias.asname or alias.name, f"{prefix}.{alias.name}")
-        elif isinstance(statement, ast.Assign):
-            simple = len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
-            for target in statement.targets:
-                for node in ast.walk(target):
-                    if isinstance(node, ast.Name):
-                        self._bind(node.id, statement.value if simple else statement)
-        elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            self._bind(statement.target.id, statement.value or statement)
-        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            self._bind(statement.name, statement)
-        else:
-            # Names bound inside `if`, `try`, loops...: which binding wins is only
-            # known at run time, so record them as unknowable.
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    self._bind(node.id, statement)
-                elif isinstance(node, ast.alias):
-                    self._bind(node.asname or node.name.split(".")[0], statement)
-                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    self._bind(node.name, statement)
+    @classmethod
+    def of(cls, module: ParsedModule) -> SourceTypes:
+        """A reader for a parsed file, its bindings computed once per parse (a module
+        with 1,000 tools is read 1,000 times). Each reader keeps its own expansion
+        state, so readers of one file can work in different threads."""
+        assert module.tree is not None
+        return cls(module.tree, module.derive(module_bindings))
 
     def qualify(self, node: ast.expr) -> str | None:
         """The dotted name an expression refers to (`typing.Optional`), or None;
@@ -154,7 +171,7 @@ class SourceTypes:
                 return scalar("null")
             if isinstance(node.value, str):
                 try:
-                    parsed = ast.parse(node.value.strip(), mode="eval").body
+                    parsed = parse_expression(node.value.strip())
                 except SyntaxError:
                     raise RuntimeOnly(node.value) from None
                 return self.annotation(parsed)

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from assembler.manifest.model import PythonToolSpec
-from assembler.python_refs import check_source, find_module_source
+from assembler.python_refs import (
+    ParsedModule,
+    check_source,
+    find_module_source,
+    parse_expression,
+)
 from assembler.tools.python.docstrings import Docstring
 from assembler.tools.python.schema import (
     NO_DEFAULT,
@@ -40,7 +45,7 @@ from assembler.tools.python.source_types import SourceTypes
 
 _CONTEXT_NAMES = {"assembler.tools.base.ToolContext", "assembler.tools.ToolContext"}
 
-_Definition = tuple[ast.Module, ast.FunctionDef | ast.AsyncFunctionDef]
+_Definition = tuple[ParsedModule, ast.FunctionDef | ast.AsyncFunctionDef]
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,9 @@ def static_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> StaticToo
             declared or dict(PERMISSIVE_PARAMETERS),
             (problem,),
         )
-    tree, definition = found
+    module, definition = found
     known = texts(spec, definition.name, ast.get_docstring(definition, clean=True))
-    params, properties, problems = _parameters(definition, SourceTypes(tree), known.doc)
+    params, properties, problems = _parameters(definition, SourceTypes.of(module), known.doc)
     problems[:0] = signature_problems(params, spec.parameters)
     if definition.decorator_list:
         problems.insert(
@@ -95,8 +100,8 @@ def _find_definition(
 ) -> tuple[_Definition | None, str]:
     """The parsed module and the function's `def`, or None and why not.
 
-    Whether the reference names a `def` is `pyref`'s verdict, the one
-    `assemble validate` gives; this only fetches the node it found.
+    Whether the reference names a `def` is `check_source`'s verdict, the one
+    `assemble validate` gives, read from the same parse (each file is parsed once).
     """
     if not module_name or not function_name:
         return None, f"a Python tool is `package.module:function`, not `{reference}`"
@@ -106,17 +111,9 @@ def _find_definition(
             f"`{module_name}` is compiled; `{function_name}` is only known at run time"
         )
     found = check_source(path, function_name, module_name)
-    if found.problem or found.uncertain:
+    if found.module is None or found.definition is None:
         return None, found.problem or found.uncertain
-    tree = ast.parse(path.read_bytes(), filename=str(path))
-    for statement in tree.body:
-        if (
-            isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
-            and statement.name == function_name
-        ):
-            return (tree, statement), ""
-    # Only when the file changed since `check_source` read it.
-    return None, f"`{module_name}` has no top-level function `{function_name}`"
+    return (found.module, found.definition), ""
 
 
 def _parameters(
@@ -186,7 +183,7 @@ def _is_context(names: SourceTypes, annotation: ast.expr | None) -> bool:
         return False
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
-            annotation = ast.parse(annotation.value.strip(), mode="eval").body
+            annotation = parse_expression(annotation.value.strip())
         except SyntaxError:
             return False
     members = _union_members(names, annotation)

@@ -1,0 +1,219 @@
+"""Keeping a store's index in step with its record files (the base of `MemoryStore`).
+
+Telling whether the index disagrees with the files must not cost a look at every file:
+a stat is a few microseconds, so a hundred thousand records would take most of a second
+before the first selection. The index therefore records the store directory's (inode,
+mtime_ns) as of its last agreement with the files, and every open and every turn
+compares it with the directory (one stat). Adding, deleting or renaming a file changes
+it, and so does saving a file by replacing it (git, and most editors and tools); a
+difference starts a scan that stats every file and reads only those whose stamp
+changed. Files found invalid are stated again on every open, so a fix by hand is seen
+at once. An edit that rewrites a record in place without touching the directory is
+seen when that record is read (its body always comes from the file, and the index
+entry is corrected then) and by the next scan; `MemoryStore.rescan()` forces one.
+
+Every change holds an exclusive `flock` on `.lock`, finishes an interrupted change
+(the journal), checks the directory, writes the files, then updates the index and its
+directory stamp in one transaction. A change made by hand in the instant between a
+store's own write and its stamp being taken is the one thing this can miss, until the
+next scan.
+
+A read-only store never writes: it uses the index on disk when that agrees with the
+files; otherwise it reconciles a private copy in memory, and when there is no index (a
+fresh clone: the index is not committed) it builds one in memory from the files, which
+costs what a rebuild costs. A pending journal is left for the next writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Final
+
+from assembler.errors import MemoryStoreError
+from assembler.files import fsync_directory
+from assembler.memory._files import atomic_write, exclusive_lock, file_stamp
+from assembler.memory._index_types import DirectoryStamp, Stamp
+from assembler.memory._scan import scan
+from assembler.memory.index import IndexState, StoreIndex, UnusableIndexError
+from assembler.memory.journal import JOURNAL_FILE, DamagedJournalError, read_journal
+
+LOCK_FILE: Final = ".lock"
+GITIGNORE_FILE: Final = ".gitignore"
+LEGACY_INDEX_FILE: Final = "index.json"
+_GITIGNORE_HEADER: Final = "# Written by agent-assembler."
+_GITIGNORE: Final = (
+    f"{_GITIGNORE_HEADER} The record files (*.md) are the memory;\n"
+    "# .index/ is rebuilt from them, the others exist only while writing.\n"
+    ".index/\n.lock\n.journal.json*\n.tmp-*\nindex.json\n"
+)
+
+
+class IndexKeeper:
+    """The file side of a store: writes, the lock, the journal, and the checks and
+    scans that keep the index true to the files."""
+
+    path: Path
+    read_only: bool
+    max_body_bytes: int
+    _root: str
+    _index: StoreIndex
+    _notes: list[str]
+
+    def _write_records(self, texts: Mapping[str, str], deletes: Iterable[str]) -> dict[str, Stamp]:
+        stamps: dict[str, Stamp] = {}
+        for name, text in texts.items():
+            path = self._record_path(name)
+            self._write(path, text.encode("utf-8"), sync_directory=False)
+            try:
+                stamps[name] = file_stamp(path)
+            except OSError as e:
+                raise MemoryStoreError(f"cannot stat {path}: {e.strerror}") from e
+        for name in deletes:
+            self._unlink(self._record_path(name))
+        fsync_directory(self.path)
+        return stamps
+
+    # Seams for tests that simulate a crash part-way through a change.
+    def _write(self, path: Path, data: bytes, *, sync_directory: bool = True) -> None:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
+        try:
+            atomic_write(path, data, sync_directory=sync_directory)
+        except OSError as e:
+            raise MemoryStoreError(f"cannot write {path}: {e.strerror or e}") from e
+
+    def _unlink(self, path: Path) -> None:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            raise MemoryStoreError(f"cannot delete {path}: {e.strerror or e}") from e
+
+    @property
+    def _journal_path(self) -> Path:
+        return self.path / JOURNAL_FILE
+
+    def _record_path(self, name: str) -> Path:
+        return self.path / f"{name}.md"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        if self.read_only:
+            raise MemoryStoreError(f"the memory store {self.path} is open read-only")
+        with exclusive_lock(self.path / LOCK_FILE):
+            yield
+
+    def _is_current(self, state: IndexState) -> bool:
+        """Whether the index agrees with the directory, judged without a scan: the
+        directory's stamp, no pending journal, no invalid file changed."""
+        if state.directory is None or directory_stamp(self.path) != state.directory:
+            return False
+        if self._journal_path.exists():
+            return False
+        for file, bad in self._index.invalid().items():
+            try:
+                if file_stamp(self.path / file) != bad.stamp:
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def _ensure_current(self, *, force: bool = False) -> IndexState:
+        state = self._index.state()
+        if not force and self._is_current(state):
+            return state
+        if self.read_only:
+            if self.path.is_dir():
+                self._open_read_only(force=force)
+        else:
+            with self._locked():
+                self._sync_locked(force=force)
+        return self._index.state()
+
+    def _sync_locked(self, *, force: bool = False) -> None:
+        """With the lock held: finish an interrupted change, tidy up, and scan the files
+        when the index does not agree with them (or when `force`d)."""
+        self._replay_journal()
+        self._tidy()
+        if force or not self._is_current(self._index.state()):
+            self._scan_into(self._index, cleanup=True)
+
+    def _scan_into(self, index: StoreIndex, *, cleanup: bool) -> None:
+        directory = directory_stamp(self.path)
+        invalid_before = index.invalid()
+        found = scan(self.path, self._root, index.stamps(), invalid_before, self.max_body_bytes)
+        if cleanup and found.leftovers:
+            for leftover in found.leftovers:  # temp files of a writer that died
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+            directory = directory_stamp(self.path)
+        if not found.changes(invalid_before) and index.state().directory == directory:
+            return
+        with index.writing() as writer:
+            for name in found.removed:
+                writer.delete(name)
+            writer.put(found.put)
+            writer.set_invalid(found.invalid[file] for file in sorted(found.invalid))
+            writer.set_directory(directory)
+
+    def _open_read_only(self, *, force: bool = False) -> None:
+        """Point a read-only store at the index on disk when it agrees with the files,
+        else at a private copy (or a new index) in memory, reconciled there."""
+        try:
+            disk: StoreIndex | None = StoreIndex.open_existing(self.path)
+        except (FileNotFoundError, UnusableIndexError):
+            disk = None
+        if disk is not None:
+            old, self._index = self._index, disk
+            old.close()
+            if not force and self._is_current(disk.state()):
+                return
+        memory = StoreIndex.in_memory(copy_of=disk)
+        self._index = memory
+        if disk is not None:
+            disk.close()
+        self._scan_into(memory, cleanup=False)
+        if self._journal_path.exists():
+            self._notes.append(
+                f"{self.path}: a change was interrupted; the next writer completes it"
+            )
+
+    def _replay_journal(self) -> None:
+        try:
+            journal = read_journal(self._journal_path)
+        except DamagedJournalError as e:
+            self._notes.append(str(e))
+            return
+        if journal is None:
+            return
+        self._write_records(journal.write, journal.delete)
+        self._unlink(self._journal_path)
+        fsync_directory(self.path)
+        self._notes.append(f"{self.path}: completed a change interrupted earlier")
+
+    def _tidy(self) -> None:
+        """Keep the `.gitignore` current and remove the index of earlier versions."""
+        gitignore = self.path / GITIGNORE_FILE
+        try:
+            current = gitignore.read_text("utf-8")
+        except FileNotFoundError:
+            current = None
+        except (OSError, UnicodeDecodeError):
+            current = ""  # someone else's file: leave it alone
+        if current is None or (current.startswith(_GITIGNORE_HEADER) and current != _GITIGNORE):
+            self._write(gitignore, _GITIGNORE.encode())
+        legacy = self.path / LEGACY_INDEX_FILE
+        if legacy.exists():
+            self._unlink(legacy)
+
+
+def directory_stamp(path: Path) -> DirectoryStamp:
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        raise MemoryStoreError(f"cannot read the memory store {path}: {e.strerror}") from e
+    return (info.st_ino, info.st_mtime_ns)

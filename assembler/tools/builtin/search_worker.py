@@ -1,0 +1,101 @@
+"""The work of `grep` and `find`, in a process of its own that can be killed.
+
+The model writes the regular expression (`grep`) and the glob (`find`, `grep`'s
+`glob`), and Python's `re` backtracks: `^(a+)+$` against a line of `a`s and a `b`,
+or the glob `*a*a*a*a*a*a*a*a*b` against a long name, runs for hours while holding the
+GIL, so neither a thread nor the event loop could stop it and `tool_timeout` did not
+hold. Here the whole search (walk, globs, regex) runs in a child process that the
+tool kills when the timeout expires or the call is cancelled. The child dies with the
+assembler too (`PR_SET_PDEATHSIG`).
+
+Started as `python -I -S -c <WORKER_BOOT> <package root>` by `search_tools`: the request
+is one JSON object on stdin, the answer one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from assembler.tools.builtin.sniff import looks_binary
+from assembler.tools.builtin.tree import glob_matcher, walk_files
+
+PR_SET_PDEATHSIG = 1
+
+
+def grep(request: dict[str, Any]) -> dict[str, Any]:
+    """Matching lines as `path:line: text`, at most `limit` + 1 of them."""
+    flags = re.IGNORECASE if request["ignore_case"] else 0
+    try:
+        regex = re.compile(request["pattern"], flags)
+    except re.error as exc:
+        return {"error": f"invalid regular expression {request['pattern']!r}: {exc}"}
+    root, base = Path(request["root"]), Path(request["base"])
+    matches_glob = glob_matcher(request["glob"]) if request["glob"] else None
+    limit, max_line, max_file = request["limit"], request["max_line"], request["max_file"]
+    files = [base] if base.is_file() else walk_files(root, base)
+    found: list[str] = []
+    skipped_large = 0
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        if matches_glob and base.is_dir() and not matches_glob(path.relative_to(base).as_posix()):
+            continue
+        try:
+            if path.stat().st_size > max_file:
+                skipped_large += 1
+                continue
+            with path.open("rb") as handle:  # a regular file, as `walk_files` found it
+                data = handle.read(max_file + 1)
+        except OSError:
+            continue
+        if looks_binary(data):
+            continue
+        for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+            if regex.search(line):
+                text = line.rstrip("\r")
+                if len(text) > max_line:
+                    text = text[:max_line] + "..."
+                found.append(f"{rel}:{number}: {text}")
+                if len(found) > limit:
+                    break
+        if len(found) > limit:
+            break
+    return {"found": found, "skipped_large": skipped_large}
+
+
+def find(request: dict[str, Any]) -> dict[str, Any]:
+    """The first `limit` matching paths, sorted, and how many matched in all."""
+    matches = glob_matcher(request["pattern"])
+    root, base = Path(request["root"]), Path(request["base"])
+    found = sorted(
+        path.relative_to(root).as_posix()
+        for path in walk_files(root, base)
+        if matches(path.relative_to(base).as_posix())
+    )
+    return {"paths": found[: request["limit"]], "count": len(found)}
+
+
+def _die_with_parent(parent: int) -> None:
+    """Be killed when the assembler dies (Linux); exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        sys.exit(1)
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    _die_with_parent(int(request["parent"]))
+    answer = grep(request) if request["op"] == "grep" else find(request)
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()

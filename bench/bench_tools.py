@@ -1,0 +1,226 @@
+"""The built-in tools after the issue 11 hardening: what the safety costs.
+
+- `read` streams (item 7): time and peak memory at 10, 100 and 1,000 MB against a
+  `wc -l`-like baseline in the same process (read in chunks, count newlines), and the
+  old whole-file read where memory allows.
+- `bash` runs under a supervisor process (item 11): a `true` command through the tool
+  against `bash -c true` started directly with asyncio.
+- `grep` and `find` search in a worker process (item 13): against the same search run
+  in-process, on trees of 10, 100 and 1,000 files.
+- `edit` answers a repetitive `old_text` in linear time (item 10): 10 K to 1 M
+  characters against `str.count` on the same text.
+
+Run: `python bench/bench_tools.py` (`--quick` skips the 1,000 MB file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _timing import report
+
+from assembler.tools.base import Tool, ToolContext, ToolResult
+from assembler.tools.builtin.bash import BASH_TOOL
+from assembler.tools.builtin.files import EDIT_TOOL, READ_TOOL
+from assembler.tools.builtin.search import GREP_TOOL
+from assembler.tools.builtin.search_worker import grep as grep_in_process
+from assembler.tools.truncate import split_lines, truncate_text
+
+MB = 1024 * 1024
+LINE = b"x" * 79 + b"\n"
+
+
+def call(tool: Tool, ws: Path, **args: Any) -> ToolResult:
+    async def go() -> ToolResult:
+        return await tool.execute(args, ToolContext(workspace=ws, timeout=600))
+
+    return asyncio.run(go())
+
+
+def timed(function: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def paired(
+    baseline: Callable[[], object], measured: Callable[[], object], repeat: int
+) -> tuple[float, float]:
+    """Medians of both, run alternately so the machine's load affects them alike."""
+    base: list[float] = []
+    tool: list[float] = []
+    for _ in range(repeat):
+        for function, samples in ((baseline, base), (measured, tool)):
+            start = time.perf_counter()
+            function()
+            samples.append(time.perf_counter() - start)
+    return statistics.median(base), statistics.median(tool)
+
+
+def peak_bytes(function: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def count_lines(path: Path) -> int:
+    """The `wc -l` baseline: read in 256 KB chunks, count newlines."""
+    total = 0
+    with path.open("rb", buffering=0) as handle:
+        while chunk := handle.read(256 * 1024):
+            total += chunk.count(b"\n")
+    return total
+
+
+def old_read(path: Path) -> str:
+    """What `read` did before: load, decode and split the whole file."""
+    lines = split_lines(path.read_bytes().decode("utf-8", "replace"))
+    return truncate_text("".join(lines[:1]), 2000, 50 * 1024, keep="head").text
+
+
+def bench_read(ws: Path, sizes: list[int]) -> list[tuple[str, str]]:
+    rows = []
+    for size in sizes:
+        path = ws / f"big{size}.txt"
+        with path.open("wb") as handle:
+            block = LINE * (MB // len(LINE))
+            for _ in range(size):
+                handle.write(block)
+        repeat = 5 if size <= 100 else 3
+        count_lines(path)  # both start from a warm page cache
+        base, tool = paired(
+            lambda p=path: count_lines(p),  # type: ignore[misc]
+            lambda p=path: call(READ_TOOL, ws, path=p.name, limit=1),  # type: ignore[misc]
+            repeat,
+        )
+        peak = peak_bytes(lambda p=path: call(READ_TOOL, ws, path=p.name, limit=1))  # type: ignore[misc]
+        row = (
+            f"read limit=1, {size} MB",
+            f"{tool * 1000:8.1f} ms vs wc-like {base * 1000:7.1f} ms ({tool / base:4.2f}x); "
+            f"peak {peak / MB:5.2f} MB",
+        )
+        if size <= 100:
+            old = timed(lambda p=path: old_read(p), 3)  # type: ignore[misc]
+            old_peak = peak_bytes(lambda p=path: old_read(p))  # type: ignore[misc]
+            row = (row[0], row[1] + f"; before: {old * 1000:.1f} ms, peak {old_peak / MB:.0f} MB")
+        rows.append(row)
+        path.unlink()
+    return rows
+
+
+async def bare_bash() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", "true", stdout=asyncio.subprocess.DEVNULL, start_new_session=True
+    )
+    await proc.wait()
+
+
+def bench_bash(ws: Path) -> list[tuple[str, str]]:
+    def through_tool() -> None:
+        call(BASH_TOOL, ws, command="true")
+
+    def direct() -> None:
+        asyncio.run(bare_bash())
+
+    for _ in range(3):
+        through_tool()
+        direct()
+    base, tool = paired(direct, through_tool, 40)
+    return [
+        (
+            "bash `true`",
+            f"{tool * 1000:8.1f} ms vs bare asyncio bash {base * 1000:6.1f} ms: "
+            f"+{(tool - base) * 1000:.1f} ms",
+        )
+    ]
+
+
+def bench_grep(ws: Path) -> list[tuple[str, str]]:
+    rows = []
+    for files in (10, 100, 1000):
+        tree = ws / f"tree{files}"
+        for n in range(files):
+            directory = tree / f"d{n % 10}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"f{n}.py").write_text("def f():\n    return 1\n" * 100)
+        request = {
+            "pattern": "return 2", "ignore_case": False, "glob": None, "root": str(ws),
+            "base": str(tree), "limit": 100, "max_line": 300, "max_file": 10 * MB,
+        }  # fmt: skip
+        base, tool = paired(
+            lambda r=request: grep_in_process(r),  # type: ignore[misc]
+            lambda t=tree: call(GREP_TOOL, ws, pattern="return 2", path=t.name),  # type: ignore[misc]
+            15,
+        )
+        rows.append(
+            (
+                f"grep, {files} files",
+                f"{tool * 1000:8.1f} ms vs in-process {base * 1000:7.1f} ms: "
+                f"+{(tool - base) * 1000:.1f} ms",
+            )
+        )
+    return rows
+
+
+def old_occurrences(text: str, needle: str) -> list[int]:
+    """How `edit` counted matches before: every overlapping start."""
+    starts: list[int] = []
+    index = text.find(needle)
+    while index != -1:
+        starts.append(index)
+        index = text.find(needle, index + 1)
+    return starts
+
+
+def bench_edit(ws: Path) -> list[tuple[str, str]]:
+    rows = []
+    for chars in (10_000, 100_000, 1_000_000):
+        text = "a" * (2 * chars)
+        (ws / "rep.txt").write_text(text)
+        needle = "a" * chars
+        base = timed(lambda t=text, n=needle: t.count(n), 5)  # type: ignore[misc]
+        tool = timed(
+            lambda n=needle: call(EDIT_TOOL, ws, path="rep.txt", old_text=n, new_text="b"),  # type: ignore[misc]
+            5,
+        )
+        figures = f"{tool * 1000:8.1f} ms (str.count alone: {base * 1000:.2f} ms)"
+        if chars <= 100_000:
+            before = timed(lambda t=text, n=needle: old_occurrences(t, n), 1)  # type: ignore[misc]
+            figures += f"; before: {before * 1000:.0f} ms"
+        rows.append((f"edit, {chars:,}-char repetitive old_text", figures))
+    return rows
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    with tempfile.TemporaryDirectory() as directory:
+        ws = Path(directory)
+        sections: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = [
+            (
+                "read streams (11.7)",
+                lambda: bench_read(ws, [10, 100] if quick else [10, 100, 1000]),
+            ),
+            ("bash under a supervisor (11.11)", lambda: bench_bash(ws)),
+            ("grep in a worker process (11.13)", lambda: bench_grep(ws)),
+            ("edit with a repetitive old_text (11.10)", lambda: bench_edit(ws)),
+        ]
+        for title, run in sections:
+            report(title, run())
+
+
+if __name__ == "__main__":
+    main()
