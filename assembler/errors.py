@@ -12,7 +12,7 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
     ├── UsageError: ManifestError, PromptContextError, TemplateError
     │               (TemplateSecurityError), PermissionRuleError, TrustError,
     │               MissingCredentialsError*,
-    │               UnknownProviderError*
+    │               UnknownProviderError*, MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
 
@@ -150,6 +150,11 @@ class PermissionRuleError(UsageError):
         self.rule = rule
         self.offset = offset
         super().__init__(f"permission rule {rule!r}: {message}" if rule else message)
+
+
+class MissingExtraError(UsageError):
+    """An optional feature needs a package this install lacks; the message names the
+    extra to install (`pip install 'agent-assembler[openai]'`)."""
 
 
 class TrustError(UsageError):

@@ -30,7 +30,15 @@ from assembler.agent.model_choice import (
     is_builtin_provider,
     shown_endpoint,
 )
-from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
+from assembler.agent.services import (
+    check_extras,
+    create_session,
+    create_telemetry,
+    key_variables,
+    open_memory,
+    trace_factory,
+    traced_provider,
+)
 from assembler.agent.subagents import Team
 from assembler.agent.team import TeamMember, load_team
 from assembler.errors import SessionError
@@ -83,6 +91,7 @@ def build_agent(
     environment = os.environ if env is None else env
 
     # 1. services
+    check_extras(manifest)  # no prompt for trust when the run cannot start anyway
     member = team if team is not None else load_team(manifest, env=environment)
     check_trust(
         manifest,
@@ -98,11 +107,15 @@ def build_agent(
     recording = _session(manifest, session, fork, session_dir)
     if recording is None and record_session:
         recording = create_session(manifest, choice, provider, session_dir)
+    telemetry = create_telemetry(manifest, choice, provider, environment)
     subagents = Team(
         member, build_agent, env=environment, flags=flags, permission_mode=permission_mode
     )
     assembly = Assembly(
-        manifest, trace_factory=trace_factory(recording), agent_tools=subagents.tools
+        manifest,
+        trace_factory=trace_factory(recording),
+        agent_tools=subagents.tools,
+        telemetry=telemetry,
     )
 
     # 2. one resource snapshot
@@ -114,14 +127,15 @@ def build_agent(
     if model_provider is None:  # a provider that an extension registers
         assert choice is not None
         model_provider = create_model_provider(choice, environment, assembly.providers)
-    assembly.memory = open_memory(manifest, model_provider, choice)
+    traced = traced_provider(model_provider, telemetry)  # `chat` spans, memory's included
+    assembly.memory = open_memory(manifest, traced, choice)
     parts = assembly.parts(snapshot)
 
     # 4. the runner
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
-        provider=model_provider,
+        provider=traced,
         parts=parts,
         tool_context=ToolContext(
             workspace=manifest.workspace.resolve(),
@@ -151,7 +165,7 @@ def build_agent(
             manifest.permissions, workspace=manifest.workspace.resolve(), mode=permission_mode
         )
         runner.permissions = PermissionGate(policy, approver)
-    return Agent(
+    agent = Agent(
         manifest=manifest,
         provider=model_provider,
         loader=loader,
@@ -161,6 +175,9 @@ def build_agent(
         session=recording,
         team=subagents,
     )
+    if telemetry is not None:  # spans name the session the agent is in at the time
+        telemetry.conversation = lambda: agent.session.id if agent.session else None
+    return agent
 
 
 def _session(

@@ -19,6 +19,7 @@ from assembler.agent.services import TraceFactory
 from assembler.agent.tool_collection import AgentTools, clash
 from assembler.errors import Issue
 from assembler.extensions.loader import LoadedExtension, load_extensions
+from assembler.extras import requires
 from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.memory.hooks import MemoryHooks
 from assembler.providers.registry import ProviderRegistry
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from assembler.mcp.toolset import MCPToolsets
     from assembler.memory.session import MemorySession
     from assembler.messages import Message
+    from assembler.telemetry import AgentTelemetry
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Assembly:
     memory: MemorySession | None = None
     diagnostics: list[Issue] = field(default_factory=list)
     providers: ProviderRegistry = field(default_factory=ProviderRegistry.builtin)
+    telemetry: AgentTelemetry | None = None
 
     @property
     def workspace(self) -> Path:
@@ -79,6 +82,7 @@ class Assembly:
             trace_factory=self.trace_factory,
             extra_diagnostics=self.diagnostics,
             agent_tools=self.agent_tools,
+            telemetry=self.telemetry,
         )
 
     def rebuild(self, snapshot: ResourceSnapshot) -> AgentParts:
@@ -96,7 +100,8 @@ class Assembly:
         if not sets or self.mcp is not None:
             return
         # Imported here: agents without MCP servers never load the MCP SDK.
-        from assembler.mcp.toolset import connect_tool_sets
+        with requires("mcp", f"MCP server `{sets[0].server.name}`"):
+            from assembler.mcp.toolset import connect_tool_sets
 
         self.mcp = await connect_tool_sets(sets, self.workspace, strict=False)
         join_late_tools(parts, self.mcp.tools)

@@ -23,6 +23,7 @@ from assembler.prompt.provider import MemorySource, SystemPromptProvider
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import HookChain, RunnerHooks
 from assembler.runner.parts import TraceSink
+from assembler.telemetry import AgentTelemetry, wrap_hooks, wrap_trace
 from assembler.tools.base import Tool
 from assembler.tools.registry import ToolRegistry
 
@@ -58,6 +59,7 @@ def assemble_parts(
     trace_factory: TraceFactory | None = None,
     extra_diagnostics: Sequence[Issue] = (),
     agent_tools: AgentTools | None = None,
+    telemetry: AgentTelemetry | None = None,
 ) -> AgentParts:
     """Registry, prompt and hooks from one snapshot (see module doc for the order)."""
     collection = manifest_tools(manifest, static=False, agents=agent_tools)
@@ -76,7 +78,10 @@ def assemble_parts(
         timeout=manifest.limits.hook_timeout,
         tool_sources=sources,
     )
-    hooks = HookChain([*extra_hooks, extension_hooks])
+    hooks: RunnerHooks = HookChain([*extra_hooks, extension_hooks])
+    trace: TraceSink | None = trace_factory(sources) if trace_factory is not None else None
+    if telemetry is not None:  # spans around the whole chain, which decides as before
+        hooks, trace = wrap_hooks(hooks, telemetry), wrap_trace(trace, telemetry)
     return AgentParts(
         snapshot=snapshot,
         registry=registry,
@@ -86,5 +91,5 @@ def assemble_parts(
         extensions=tuple(extensions),
         commands=commands,
         diagnostics=[*snapshot.diagnostics, *collection.diagnostics, *extra_diagnostics],
-        trace=trace_factory(sources) if trace_factory is not None else None,
+        trace=trace,
     )

@@ -10,8 +10,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assembler.manifest.model import Manifest
+from assembler.extras import require
+from assembler.manifest.model import Manifest, MCPToolSet
 from assembler.providers.base import ModelProvider
+from assembler.providers.endpoints import OFFICIAL_BASE_URLS, effective_base_url
+from assembler.telemetry import AgentTelemetry, wrap_provider
 
 if TYPE_CHECKING:
     from assembler.agent.model_choice import ModelChoice
@@ -21,6 +24,47 @@ if TYPE_CHECKING:
 
 TraceFactory = Callable[[Mapping[str, str]], "TraceWriter"]
 """Makes the audit trace of an agent once its tools (and their sources) are known."""
+
+
+def check_extras(manifest: Manifest) -> None:
+    """Fail before anything is created (a session file, a server) when the manifest
+    needs an optional package this install lacks: MCP servers need the MCP SDK. The
+    model's SDK is checked when its provider is created, which comes first."""
+    for spec in manifest.tools.sets:
+        if isinstance(spec, MCPToolSet):
+            require("mcp", f"MCP server `{spec.server.name}`")
+
+
+def create_telemetry(
+    manifest: Manifest,
+    choice: ModelChoice | None,
+    provider: ModelProvider | None,
+    env: Mapping[str, str],
+) -> AgentTelemetry | None:
+    """The agent's OpenTelemetry spans, or None when `opentelemetry-api` is not
+    installed (then nothing is wrapped)."""
+    if choice is not None:
+        provider_name, model = choice.provider, choice.name
+        endpoint = effective_base_url(choice.provider, choice.base_url, env)
+        endpoint = endpoint or OFFICIAL_BASE_URLS.get(choice.provider)
+    else:  # a ready provider (`build_agent(provider=...)`): its `provider:model` name
+        provider_name, _, model = (provider.name if provider else "").partition(":")
+        endpoint = None
+    return AgentTelemetry.create(
+        agent_name=manifest.name,
+        agent_description=manifest.description,
+        provider_name=provider_name,
+        model=model,
+        endpoint=endpoint,
+        env=env,
+    )
+
+
+def traced_provider(provider: ModelProvider, telemetry: AgentTelemetry | None) -> ModelProvider:
+    """The runner's provider: with a `chat` span per request when the agent has telemetry."""
+    if telemetry is None:
+        return provider
+    return wrap_provider(provider, telemetry)
 
 
 def key_variables(manifest: Manifest, choice: ModelChoice | None) -> list[str]:

@@ -20,6 +20,7 @@ from assembler.text import terminal_safe
 from assembler.version import __version__
 
 _COMMANDS = {
+    "init": ("assembler.cli.init", "init"),
     "validate": ("assembler.cli.validate", "validate"),
     "schema": ("assembler.cli.validate", "schema"),
     "render": ("assembler.cli.render", "render"),
@@ -31,6 +32,7 @@ _COMMANDS = {
 }
 
 _HELP = {
+    "init": "Write a starter agent that validates, renders and runs at once.",
     "validate": "Check manifests, skills and templates without running anything.",
     "schema": "Print the manifest JSON Schema.",
     "render": "Show the exact system prompt and tool schemas.",

@@ -56,8 +56,32 @@ def validate(
 
 
 @click.command()
-def schema() -> None:
-    """Print the manifest JSON Schema (JSON Schema 2020-12)."""
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the schema to this file (replaced whole, atomically) instead of stdout.",
+)
+def schema(output: Path | None) -> None:
+    """Print the manifest JSON Schema (JSON Schema 2020-12).
+
+    Its `$id` names the manifest format version (`urn:agent-assembler:schema:agent:1`)
+    and stays the same for every release that reads that version.
+
+    \b
+    Example:
+      assemble schema --output .assembler/agent.schema.json
+    """
     from assembler.manifest.schema import schema_text
 
-    click.echo(schema_text(), nl=False)
+    if output is None:
+        click.echo(schema_text(), nl=False)
+        return
+    from assembler.errors import UsageError
+    from assembler.files import atomic_write
+
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(output, schema_text().encode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot write the schema to {output}: {e.strerror or e}") from e

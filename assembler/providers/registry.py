@@ -2,7 +2,7 @@
 
 Factories import their SDK inside the factory, so importing this module (and
 validating a manifest) costs nothing, and a missing SDK is reported only for the
-provider that needs it.
+provider that needs it, as one line naming the extra to install (`assembler.extras`).
 
 The built-in providers are fixed. What an agent's extensions register goes into that
 agent's own `ProviderRegistry` (`ProviderRegistry.builtin()` plus `register`), never
@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
+from assembler.extras import requires
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
 from assembler.providers.endpoints import (
@@ -213,30 +214,19 @@ def _sdk_options(config: ProviderConfig) -> dict[str, Any]:
     return out
 
 
-def _missing_sdk(config: ProviderConfig, package: str, e: ImportError) -> ProviderError:
-    return ProviderError(
-        f"{config.name} needs the Python package {package!r}: pip install {package} ({e})"
-    )
-
-
 def _openai_factory(config: ProviderConfig) -> ModelProvider:
+    # The SDK first: without it, the missing key is not the problem to report.
+    with requires("openai", config.name):
+        from assembler.providers.openai_chat import OpenAIChatProvider
     base_url = effective_base_url(config.provider, config.base_url, config.env)
     if config.provider in LOCAL_SERVERS:
         # Never the OpenAI key: a local shortcut gets only a key it is given by name.
         api_key = config.api_key(config.api_key_env) if config.api_key_env else None
     else:
         api_key = config.api_key("OPENAI_API_KEY", optional=is_local_url(base_url))
-    return _openai_chat(config, base_url, api_key or LOCAL_API_KEY_PLACEHOLDER)
-
-
-def _openai_chat(config: ProviderConfig, base_url: str | None, api_key: str) -> ModelProvider:
-    try:
-        from assembler.providers.openai_chat import OpenAIChatProvider
-    except ImportError as e:
-        raise _missing_sdk(config, "openai", e) from e
     return OpenAIChatProvider(
         config.model,
-        api_key=api_key,
+        api_key=api_key or LOCAL_API_KEY_PLACEHOLDER,
         base_url=base_url,
         settings=_request_settings(config),
         provider_name=config.provider,
@@ -245,10 +235,8 @@ def _openai_chat(config: ProviderConfig, base_url: str | None, api_key: str) -> 
 
 
 def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
-    try:
+    with requires("anthropic", config.name):
         from assembler.providers.anthropic_messages import AnthropicProvider
-    except ImportError as e:
-        raise _missing_sdk(config, "anthropic", e) from e
     base_url = effective_base_url(config.provider, config.base_url, config.env)
     api_key = config.api_key("ANTHROPIC_API_KEY", optional=is_local_url(base_url))
     return AnthropicProvider(

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
+from assembler.errors import (
+    MissingCredentialsError,
+    MissingExtraError,
+    ProviderError,
+    UnknownProviderError,
+)
 from assembler.messages import ModelSettings
 from assembler.providers.anthropic_messages import AnthropicProvider
 from assembler.providers.base import ModelProvider
@@ -182,10 +187,28 @@ def test_scripted_provider_needs_a_script() -> None:
         create_provider("scripted", "demo", env={})
 
 
-def test_missing_sdk_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "assembler.providers.openai_chat", None)
-    with pytest.raises(ProviderError, match="pip install openai"):
-        create_provider("openai", "gpt-4o", env={"OPENAI_API_KEY": "k"})
+@pytest.mark.parametrize(
+    ("provider", "module", "extra", "what"),
+    [
+        ("openai", "openai", "openai", "the OpenAI SDK"),
+        ("ollama", "openai", "openai", "the OpenAI SDK"),
+        ("anthropic", "anthropic", "anthropic", "the Anthropic SDK"),
+        ("openai", "httpx2", "openai", "the OpenAI SDK"),
+    ],
+)
+def test_missing_sdk_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, provider: str, module: str, extra: str, what: str
+) -> None:
+    """Without the SDK (or its HTTP client), the message names the extra to install,
+    before any complaint about a missing API key."""
+    monkeypatch.setitem(sys.modules, module, None)  # `import openai` now fails
+    for ours in ("assembler.providers.openai_chat", "assembler.providers.anthropic_messages"):
+        monkeypatch.delitem(sys.modules, ours, raising=False)
+    with pytest.raises(MissingExtraError) as raised:
+        create_provider(provider, "gpt-4o", env={})
+    assert str(raised.value) == (
+        f"{provider}:gpt-4o needs {what}: pip install 'agent-assembler[{extra}]'"
+    )
 
 
 def test_importing_the_registry_does_not_import_the_sdks() -> None:

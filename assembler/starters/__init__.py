@@ -1,0 +1,108 @@
+"""Starter projects for `assemble init`.
+
+Each template is a folder of `*.tmpl` files here (package data), written out without
+the suffix, with `$name` replaced by the agent's name: a manifest that validates,
+renders and runs at once (its model is a `scripted:` replay, with a comment showing
+the real providers), plus whatever the template has (a context file, a skill, an
+evaluation, sub-agents). Beside them goes a copy of the manifest JSON Schema at
+`.assembler/agent.schema.json`, which each manifest's first line names, so editors
+complete and check fields outside this repository too.
+
+Nothing is ever overwritten: when any file to be written exists, nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+from assembler.errors import UsageError
+from assembler.manifest.schema import schema_text
+
+__all__ = ["SCHEMA_COPY", "TEMPLATES", "Starter", "agent_name", "starter_files", "write_starter"]
+
+TEMPLATES = ("minimal", "coding", "reviewer", "team")
+SCHEMA_COPY = ".assembler/agent.schema.json"
+"""Where the schema copy goes, relative to the project; the manifests' modelines name it."""
+
+_SUFFIX = ".tmpl"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Starter:
+    """What `write_starter` wrote: the manifest to start from, and every file."""
+
+    directory: Path
+    template: str
+    name: str
+    files: tuple[Path, ...]
+
+    @property
+    def manifest(self) -> Path:
+        return self.directory / "agent.yaml"
+
+
+def agent_name(directory: Path) -> str:
+    """A valid agent name from a directory's name (`My Project` -> `My-Project`)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-._")
+    return cleaned[:64] if cleaned else "my-agent"
+
+
+def starter_files(template: str, name: str) -> dict[str, str]:
+    """The files of `template` for an agent called `name`: relative path -> text."""
+    if template not in TEMPLATES:
+        raise UsageError(f"unknown template {template!r}; templates: {', '.join(TEMPLATES)}")
+    if not _NAME.fullmatch(name) or len(name) > 64:
+        raise UsageError(
+            f"invalid agent name {name!r}: letters, digits, `.`, `_` and `-`, "
+            "starting with a letter or digit, at most 64 characters"
+        )
+    files = {
+        relative: text.replace("$name", name)
+        for relative, text in _walk(resources.files(__name__).joinpath(template), "")
+    }
+    files[SCHEMA_COPY] = schema_text()
+    return dict(sorted(files.items()))
+
+
+def write_starter(directory: Path, template: str, name: str | None = None) -> Starter:
+    """Write `template` into `directory` (created if needed); refuse, writing nothing,
+    when any of its files already exists there."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory} exists and is not a directory")
+    chosen = name if name is not None else agent_name(directory)
+    files = starter_files(template, chosen)
+    existing = [relative for relative in files if (directory / relative).exists()]
+    if existing:
+        raise UsageError(
+            f"assemble init never overwrites: {directory} already has "
+            + ", ".join(existing)
+            + "; choose another directory, or move those files away"
+        )
+    written: list[Path] = []
+    for relative, text in files.items():
+        path = directory / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("x", encoding="utf-8", newline="\n") as out:  # "x": never replace
+                out.write(text)
+        except FileExistsError as e:  # appeared since the check above
+            raise UsageError(f"assemble init never overwrites: {path} appeared meanwhile") from e
+        written.append(path)
+    return Starter(directory, template, chosen, tuple(written))
+
+
+def _walk(folder: Traversable, prefix: str) -> list[tuple[str, str]]:
+    """`(relative path without .tmpl, text)` of every template file under `folder`."""
+    found: list[tuple[str, str]] = []
+    for entry in folder.iterdir():
+        relative = f"{prefix}{entry.name}"
+        if entry.is_dir():
+            found.extend(_walk(entry, relative + "/"))
+        elif entry.name.endswith(_SUFFIX):
+            found.append((relative.removesuffix(_SUFFIX), entry.read_text("utf-8")))
+    return found
