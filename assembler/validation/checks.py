@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ class CheckContext:
         return self.resolve(raw if isinstance(raw, str) else ".")
 
     def python_roots(self) -> list[Path]:
-        return [self.base, self.workspace()]
+        return [root for root in (self.base, self.workspace()) if is_dir(root)]
 
 
 def _items(value: Any) -> list[Any]:
@@ -63,12 +64,113 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def is_dir(path: Path) -> bool:
+    """`Path.is_dir` that answers False where Python 3.11 raises (a name too long)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _state(path: Path) -> str:
+    return "is not a directory" if exists(path) else "does not exist"
+
+
+#: What POSIX file systems allow: a name (one path component) of at most 255 bytes,
+#: a whole path of at most 4,096. Longer ones fail every system call with an error.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+
+
+def path_fields(data: Mapping[str, Any]) -> Iterator[tuple[JsonPath, str]]:
+    """Every manifest value that names a file or directory, with its JSON path."""
+    for key in ("workspace",):
+        if isinstance(data.get(key), str):
+            yield (key,), data[key]
+    for key in ("skills", "context_files"):
+        for index, value in enumerate(_items(data.get(key))):
+            if isinstance(value, str):
+                yield (key, index), value
+    for index, extension in enumerate(_items(data.get("extensions"))):
+        if isinstance(_mapping(extension).get("path"), str):
+            yield ("extensions", index, "path"), extension["path"]
+    model = data.get("model")
+    if isinstance(model, str) and model.startswith("scripted:"):
+        yield ("model",), model.partition(":")[2]
+    script = _mapping(model).get("script")
+    if isinstance(script, str):
+        yield ("model", "script"), script
+    for section, spec in _mapping(data.get("prompt")).items():
+        if isinstance(_mapping(spec).get("file"), str):
+            yield ("prompt", section, "file"), spec["file"]
+    if isinstance(_mapping(data.get("memory")).get("store"), str):
+        yield ("memory", "store"), data["memory"]["store"]
+    tools = _mapping(data.get("tools"))
+    servers: list[tuple[JsonPath, Any]] = [
+        (("tools", "servers", n), v) for n, v in _mapping(tools.get("servers")).items()
+    ]
+    servers += [
+        (("tools", "sets", i, "mcp"), item["mcp"])
+        for i, item in enumerate(_items(tools.get("sets")))
+        if isinstance(_mapping(item).get("mcp"), dict)
+    ]
+    for at, server in servers:
+        for key in ("cwd", "command"):
+            if isinstance(_mapping(server).get(key), str):
+                yield (*at, key), server[key]
+
+
+def check_path_names(ctx: CheckContext) -> Iterator[Issue]:
+    """A name longer than the file system allows is reported once, here, at its field;
+    the checks after this one skip that field (every stat of it would fail)."""
+    for at, value in path_fields(ctx.data):
+        encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
+        longest = max(encoded, key=len)
+        if len(longest) > MAX_NAME_BYTES:
+            shown = longest.decode("utf-8", "replace")
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            yield ctx.issue(
+                at,
+                f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
+                f"at most {MAX_NAME_BYTES} bytes per name",
+            )
+        elif sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
+            yield ctx.issue(at, f"the path is longer than {MAX_PATH_BYTES:,} bytes")
+
+
 def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
     raw = ctx.data.get("workspace")
     where = ctx.workspace()
-    if not where.is_dir():
-        state = "is not a directory" if where.exists() else "does not exist"
-        yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {state}")
+    if not is_dir(where):
+        yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {_state(where)}")
+        return
+    # A workspace is where the file tools may write and `bash` runs: the whole disk or
+    # the home directory is almost surely a mistake (`workspace: /`, `~`).
+    resolved = Path(os.path.realpath(where))
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    if resolved == Path(resolved.anchor) or resolved == home:
+        what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
+        yield ctx.issue(
+            ("workspace",) if raw else (),
+            f"the workspace is {what} ({resolved}): the file tools could then read and change "
+            "every file in it; point `workspace` at the project",
+            "warning",
+        )
 
 
 def check_context(ctx: CheckContext) -> Iterator[Issue]:
@@ -129,7 +231,7 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
             yield ctx.issue(
                 at, "the `scripted` provider needs a script: `scripted:<file>` or `script:`"
             )
-        elif not ctx.resolve(script).is_file():
+        elif not is_file(ctx.resolve(script)):
             where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
             yield ctx.issue(where, f"script file {script} not found")
 
@@ -142,9 +244,8 @@ def check_skills(ctx: CheckContext) -> Iterator[Issue]:
         if not isinstance(raw, str) or not raw:  # "" would scan the manifest's directory
             continue
         where = ctx.resolve(raw)
-        if not where.is_dir():
-            state = "is not a directory" if where.exists() else "does not exist"
-            yield ctx.issue(("skills", index), f"skill directory {raw} {state}")
+        if not is_dir(where):
+            yield ctx.issue(("skills", index), f"skill directory {raw} {_state(where)}")
             continue
         directories.append(where)
     if not directories and not ctx.explicit_skills:
@@ -160,44 +261,46 @@ def check_skills(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def check_templates(ctx: CheckContext) -> Iterator[Issue]:
-    from assembler.prompt.templates import SECTION_VARIABLES, template_problems
+    """Each override parses, uses only its section's variables, and renders once with
+    sample values (within the render budget) to something that is not empty."""
+    from assembler.manifest.loader import read_template_file
+    from assembler.prompt.templates import SECTION_VARIABLES
 
+    identity = ctx.data.get("identity")
     for section, spec in _mapping(ctx.data.get("prompt")).items():
         if section not in SECTION_VARIABLES or not isinstance(spec, dict):
             continue
         if isinstance(spec.get("template"), str):
             at: JsonPath = ("prompt", section, "template")
-            for problem in template_problems(section, spec["template"]):
-                mark = ctx.source.text_position(at, problem.line, 1)
-                yield Issue(
-                    ctx.source.file, mark.line, mark.column, "error", problem.message, _fmt(at)
-                )
+            for line, message in _template_issues(section, spec["template"], identity):
+                mark = ctx.source.text_position(at, line, 1)
+                yield Issue(ctx.source.file, mark.line, mark.column, "error", message, _fmt(at))
         elif isinstance(spec.get("file"), str):
             at = ("prompt", section, "file")
-            file = ctx.resolve(spec["file"])
-            if not _inside_project(ctx, file):
-                yield ctx.issue(
-                    at,
-                    f"template file {spec['file']} is outside the manifest's directory and "
-                    "the workspace; a manifest may only put project files into the prompt",
-                )
+            text, problem = read_template_file(
+                ctx.resolve(spec["file"]), (ctx.base, ctx.workspace())
+            )
+            if text is None:
+                yield ctx.issue(at, f"template file {spec['file']} {problem}")
                 continue
-            try:
-                text = file.read_text("utf-8")
-            except FileNotFoundError:
-                yield ctx.issue(at, f"template file {spec['file']} not found")
-                continue
-            except (OSError, UnicodeDecodeError) as e:
-                yield ctx.issue(at, f"template file {spec['file']} cannot be read: {e}")
-                continue
-            shown = _display(file)
-            for problem in template_problems(section, text):
-                yield Issue(shown, problem.line, 1, "error", problem.message, _fmt(at))
+            shown = _display(ctx.resolve(spec["file"]))
+            for line, message in _template_issues(section, text, identity):
+                yield Issue(shown, line, 1, "error", message, _fmt(at))
 
 
-def _inside_project(ctx: CheckContext, path: Path) -> bool:
-    resolved = path.resolve()
-    return any(resolved.is_relative_to(root.resolve()) for root in (ctx.base, ctx.workspace()))
+def _template_issues(section: str, text: str, identity: Any) -> list[tuple[int, str]]:
+    """(line, message) of every static problem, or else of rendering it once."""
+    from assembler.prompt.templates import template_problems
+
+    problems = template_problems(section, text)
+    if not problems:
+        # Imported here: the renderer (and the tool registry it draws on) is only
+        # needed by a manifest that overrides a template.
+        from assembler.prompt.renderer import sample_render
+
+        failed = sample_render(section, text, identity if isinstance(identity, str) else "")
+        problems = [failed] if failed is not None else []
+    return [(max(problem.line, 1), problem.message) for problem in problems]
 
 
 def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
@@ -235,7 +338,7 @@ def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
         if isinstance(raw.get("path"), str):
             at: JsonPath = ("extensions", index, "path")
             file = ctx.resolve(raw["path"])
-            if not file.is_file():
+            if not is_file(file):
                 yield ctx.issue(at, f"extension file {raw['path']} not found")
                 continue
             found = check_source(file, "setup", file.stem, allow_async=False)
@@ -306,29 +409,64 @@ def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
             isinstance(command, str)
             and "${" not in command
             and shutil.which(command) is None
-            and not (os.sep in command and ctx.resolve(command).is_file())
+            and not (os.sep in command and is_file(ctx.resolve(command)))
         ):
             yield ctx.issue((*at, "command"), f"command `{command}` not found on PATH", "warning")
         cwd = spec.get("cwd")
-        if isinstance(cwd, str) and not ctx.resolve(cwd).is_dir():
+        if isinstance(cwd, str) and not is_dir(ctx.resolve(cwd)):
             yield ctx.issue((*at, "cwd"), f"directory {cwd} does not exist")
 
 
 def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
+    """Declared context files exist; a link that cannot be followed (a loop) is
+    reported even for the default `AGENTS.md`, since `render` and `run` skip it."""
     workspace = ctx.workspace()
-    for index, name in enumerate(_items(ctx.data.get("context_files"))):
-        if isinstance(name, str) and not (workspace / name).is_file():
+    declared = "context_files" in ctx.data
+    names = _items(ctx.data.get("context_files")) if declared else ["AGENTS.md"]
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        at: JsonPath = (
+            ("context_files", index)
+            if declared
+            else ("workspace",)
+            if "workspace" in ctx.data
+            else ()
+        )
+        path = workspace / name
+        if is_file(path):
+            continue
+        if os.path.islink(path):
             yield ctx.issue(
-                ("context_files", index),
-                f"context file {name} not found in the workspace",
+                at,
+                f"context file {name} is a symbolic link that cannot be followed (a loop, or "
+                "a missing target); it is skipped",
                 "warning",
             )
+        elif declared:
+            state = "is not a regular file" if exists(path) else "not found in the workspace"
+            yield ctx.issue(at, f"context file {name} {state}", "warning")
 
 
 def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
     """The tool names a manifest makes active, and whether more may come at run time
-    (MCP servers and extensions add tools only known once they run)."""
-    from assembler.tools.builtin.names import BUILTIN_SETS
+    (MCP servers and extensions add tools only known once they run).
+
+    Only names that really become tools count: a misspelled built-in name
+    (`builtin: [read, red]`) is an error of its own, not an active tool, and an entry
+    of the wrong type (`[[read]]`, `null`) is skipped, since the schema reports it.
+    """
+    from assembler.tools.builtin.names import BUILTIN_SETS, BUILTIN_TOOL_NAMES
+
+    def expand(raw: Any) -> set[str]:
+        names = raw if isinstance(raw, list) else [raw]
+        return {
+            member
+            for name in names
+            if isinstance(name, str)
+            for member in BUILTIN_SETS.get(name, (name,))
+            if member in BUILTIN_TOOL_NAMES
+        }
 
     tools = _mapping(data.get("tools"))
     sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]
@@ -336,24 +474,21 @@ def active_tool_names(data: Mapping[str, Any]) -> tuple[set[str], bool]:
     open_ended = bool(_items(data.get("extensions")))
     for item in _items(sets):
         if isinstance(item, str):
-            names.update(BUILTIN_SETS.get(item, (item,)))
+            names.update(expand(item))
         elif isinstance(item, dict) and "builtin" in item:
-            raw = item["builtin"]
-            expanded = {
-                n
-                for b in (raw if isinstance(raw, list) else [raw])
-                for n in BUILTIN_SETS.get(b, (b,))
-            }
+            expanded = expand(item["builtin"])
             allow = item.get("allow")
-            names.update(expanded & set(allow) if isinstance(allow, list) else expanded)
+            if isinstance(allow, list):
+                expanded &= {name for name in allow if isinstance(name, str)}
+            names.update(expanded)
         elif isinstance(item, dict) and "python" in item:
             entries = item["python"] if isinstance(item["python"], list) else [item["python"]]
             for entry in entries:
                 if isinstance(entry, dict):
-                    names.add(
-                        str(entry.get("name") or str(entry.get("function", "")).rpartition(":")[2])
-                    )
-                elif isinstance(entry, str):
+                    name = entry.get("name") or str(entry.get("function", "")).rpartition(":")[2]
+                    if isinstance(name, str) and name:
+                        names.add(name)
+                elif isinstance(entry, str) and ":" in entry:
                     names.add(entry.rpartition(":")[2])
         elif isinstance(item, dict) and "mcp" in item:
             open_ended = True
@@ -450,6 +585,7 @@ def _display(path: Path) -> str:
 
 
 ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
+    check_path_names,
     check_workspace,
     check_context,
     check_model,

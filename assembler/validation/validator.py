@@ -15,7 +15,7 @@ from pathlib import Path
 from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
-from assembler.validation.checks import ALL_CHECKS, CheckContext
+from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 SCHEMA_MARKER = "agent.schema.json"
@@ -70,7 +70,10 @@ def validate_file(
     # name; "module `a-b` not found" would only repeat that).
     rejected = {i.path for i in parsed.issues if i.severity == "error" and i.path}
     for check in ALL_CHECKS:
-        issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
+        found = [i for i in check(context) if i.file != shown or i.path not in rejected]
+        issues.extend(found)
+        if check is check_path_names:  # a name no file system takes: nothing more to say
+            rejected |= {i.path for i in found}
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
     )
