@@ -69,10 +69,10 @@ def parse_manifest(
     file = Path(path)
     shown = display or str(path)
     try:
-        document = load_yaml_file(file, shown)
+        document = load_yaml_file(file, shown, collect=True)
     except ManifestError as e:
         return ParsedManifest(file, None, None, e.issues)
-    issues = schema_issues(document.data, document.source)
+    issues = [*document.issues, *schema_issues(document.data, document.source)]
     if any(issue.severity == "error" for issue in issues):
         return ParsedManifest(file, document, None, tuple(issues))
     builder = _ManifestBuilder(

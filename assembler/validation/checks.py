@@ -38,6 +38,7 @@ from assembler.validation.paths import (
 from assembler.validation.tool_checks import (
     active_tool_names,
     check_builtin_allow,
+    check_guidelines_without_tools,
     check_tool_mentions,
 )
 
@@ -100,6 +101,13 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
             )
         else:
             yield ctx.issue(at, f"unknown provider `{provider}`; known providers: {known}")
+    elif isinstance(raw, dict) and "name" not in raw and provider != "scripted":
+        # Without it the run would ask the provider for a model named `openai`.
+        yield ctx.issue(
+            ("model",),
+            f"the model needs a `name` (which {provider} model to use), for example "
+            f"`{{provider: {provider}, name: {_example_model(provider)}}}`",
+        )
     if provider == "scripted":
         if not isinstance(script, str) or not script:
             yield ctx.issue(
@@ -108,6 +116,10 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
         elif not is_file(ctx.resolve(script)):
             where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
             yield ctx.issue(where, f"script file {script} not found")
+
+
+def _example_model(provider: str) -> str:
+    return {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}.get(provider, "NAME")
 
 
 def check_skills(ctx: CheckContext) -> Iterator[Issue]:
@@ -276,4 +288,5 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_mcp,
     check_context_files,
     check_tool_mentions,
+    check_guidelines_without_tools,
 )

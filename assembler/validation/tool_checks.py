@@ -160,3 +160,25 @@ def _skill_description(skill: Any) -> tuple[str, SourceMap]:
     if not isinstance(raw, str):
         return skill.description, SourceMap(shown)
     return raw, document.source
+
+
+def check_guidelines_without_tools(ctx: CheckContext) -> Iterator[Issue]:
+    """Guidelines of an agent without tools never reach the prompt (its tools section
+    reads `(none)`); say so rather than drop them silently."""
+    names, open_ended = active_tool_names(ctx.data)
+    if names or open_ended:
+        return
+    tools = mapping(ctx.data.get("tools"))
+    places: list[tuple[JsonPath, Any]] = [(("tools", "guidelines"), tools.get("guidelines"))]
+    places += [
+        (("tools", "sets", i, "guidelines"), mapping(item).get("guidelines"))
+        for i, item in enumerate(items(tools.get("sets")))
+    ]
+    for at, lines in places:
+        if items(lines):
+            yield ctx.issue(
+                at,
+                "the agent has no tools, so these guidelines are not shown (the prompt's "
+                "tools section reads `(none)`)",
+                "warning",
+            )

@@ -169,8 +169,7 @@ def test_prompt_only_is_byte_for_byte_the_first_request_with_python_tools(
         "- quote_fee: Quote the shipping fee in cents.\n"
         "- ship: Ship a paid order.\n"
         "\n"
-        "Guidelines:\n"
-        "- Use `read` instead of `cat`/`head`/`tail` in bash to look at files.\n"
+        "Guidelines:\n"  # no `bash` here, so `read`'s guideline about it is left out
         "- Quote in cents.\n"
         "\n"
         "## workspace\n"

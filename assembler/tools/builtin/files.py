@@ -190,7 +190,7 @@ READ_TOOL = Tool(
     },
     execute=_read,
     snippet="Read a file's contents (text; line ranges with offset/limit)",
-    guidelines=("Use `read` instead of `cat`/`head`/`tail` in bash to look at files.",),
+    guidelines=("Use `read` instead of `cat`/`head`/`tail` in `bash` to look at files.",),
 )
 
 WRITE_TOOL = Tool(
@@ -210,7 +210,10 @@ WRITE_TOOL = Tool(
     },
     execute=_write,
     snippet="Create or overwrite a file (creates parent directories)",
-    guidelines=("Use `write` only for new files or full rewrites; use `edit` for changes.",),
+    guidelines=(
+        "Use `write` only for new files or full rewrites.",
+        "Use `edit` rather than `write` to change part of a file.",
+    ),
 )
 
 EDIT_TOOL = Tool(

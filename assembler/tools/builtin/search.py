@@ -193,7 +193,10 @@ GREP_TOOL = Tool(
     },
     execute=_grep,
     snippet="Search file contents with a regular expression (path:line: text)",
-    guidelines=("Use `grep` rather than `bash` grep/rg; narrow with `glob` or `path`.",),
+    guidelines=(
+        "Use `grep` to search file contents; narrow a search with its glob or path argument.",
+        "Use `grep` rather than grep/rg in `bash`.",
+    ),
 )
 
 FIND_TOOL = Tool(
