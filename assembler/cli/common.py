@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -90,13 +91,31 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
     from assembler.validation.validator import validate_file
 
     report = validate_file(
-        manifest, unset_variables=unset_variables, explicit_skills=flags.explicit_skills
+        manifest,
+        unset_variables=unset_variables,
+        explicit_skills=flags.explicit_skills,
+        skill_errors="warning",  # a broken skill is left out, as the resource loader does
     )
     if report.has_errors or report.manifest is None:
         raise ManifestError(report.issues)
     for issue in report.issues:
         click.echo(issue.format(), err=True)
     return Loaded(report.manifest, report.issues)
+
+
+def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue]) -> None:
+    """Print on stderr each of `issues` not printed yet: validation reported some with
+    paths relative to the current directory, the build the same with absolute ones."""
+
+    def key(issue: Issue) -> tuple[str, int, int, str, str]:
+        file = os.path.abspath(issue.file) if issue.file else ""
+        return file, issue.line, issue.column, issue.severity, issue.message
+
+    seen = {key(issue) for issue in already}
+    for issue in issues:
+        if key(issue) not in seen:
+            seen.add(key(issue))
+            click.echo(issue.format(), err=True)
 
 
 def ask_trust(directory: Path, code: list[str]) -> bool:

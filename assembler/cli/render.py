@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import ask_trust, load_reporting, loader_flags, resource_options
+from assembler.cli.common import (
+    ask_trust,
+    echo_new_issues,
+    load_reporting,
+    loader_flags,
+    resource_options,
+)
 from assembler.errors import RenderError
 
 if TYPE_CHECKING:
@@ -98,9 +104,7 @@ def render(
                 user_input=user_input,
             )
         )
-    for issue in preview.diagnostics:
-        if issue not in shown.issues:  # validation already printed it
-            click.echo(issue.format(), err=True)
+    echo_new_issues(preview.diagnostics, shown.issues)  # each once: validation printed some
     for unknown in preview.unknowns:
         click.echo(f"dry run: {unknown}", err=True)
     workspace = str(loaded.workspace.resolve())

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import agent_options, ask_trust, load, loader_flags
+from assembler.cli.common import (
+    agent_options,
+    ask_trust,
+    echo_new_issues,
+    load_reporting,
+    loader_flags,
+)
 from assembler.cli.main import report_error
 from assembler.errors import AssemblerError
 
@@ -48,9 +54,9 @@ def run(
     from assembler.agent.build import build_agent
 
     flags = loader_flags(resources)
-    loaded = load(manifest, flags)
+    shown = load_reporting(manifest, flags)
     agent = build_agent(
-        loaded,
+        shown.manifest,
         model=model,
         flags=flags,
         session_dir=session_dir,
@@ -59,6 +65,8 @@ def run(
         ask_trust=ask_trust,
     )
     _banner(agent, quiet=as_json)
+    if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
+        echo_new_issues(agent.parts.pending_diagnostics(), shown.issues)
     if prompt is not None:
         reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
         if reason != "completed":

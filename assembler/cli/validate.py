@@ -30,19 +30,30 @@ import click
 def validate(
     paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str
 ) -> None:
-    """Check manifests (files, or directories searched for *.yaml / *.yml manifests).
+    """Check manifests (files, or directories searched for *.yaml / *.yml manifests),
+    and skills: a SKILL.md, a skill folder, or a directory of skills.
 
     Reports every problem of every file as `file:line:col: severity: message
     [json.path]`. Runs no project code, starts no process, opens no socket.
     Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
     """
     from assembler.validation.report import FORMATTERS
-    from assembler.validation.validator import find_manifests, validate_file
+    from assembler.validation.validator import (
+        count_skills,
+        find_manifests,
+        find_skills,
+        validate_file,
+        validate_skills,
+    )
 
     files, issues = find_manifests(paths)
     for file in files:
         issues.extend(validate_file(file, skills_profile=skills_profile).issues)
-    click.echo(FORMATTERS[output_format](issues, len(files)))
+    skills = find_skills(paths)
+    for skill in skills:
+        issues.extend(validate_skills(skill, skills_profile=skills_profile).issues)
+    counted = sum(count_skills(skill) for skill in skills)
+    click.echo(FORMATTERS[output_format](issues, len(files), counted))
     failing = {"error", "warning"} if strict else {"error"}
     if any(issue.severity in failing for issue in issues):
         sys.exit(1)

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from assembler.errors import Issue
 from assembler.manifest.loader import read_template_file
 from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
-from assembler.resources.skills import Skill, discover_skills
+from assembler.resources.skills import Skill, as_skipped, discover_skills
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class ResourceLoader:
         if not existing and not self.flags.explicit_skills:
             return ()
         skills, issues = discover_skills(existing, explicit=self.flags.explicit_skills)
-        diagnostics.extend(issues)
+        diagnostics.extend(as_skipped(issues))
         return tuple(skills)
 
     def _context_files(self, diagnostics: list[Issue]) -> tuple[ContextFile, ...]:

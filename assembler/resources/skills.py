@@ -114,6 +114,20 @@ def discover_skills(
     return tuple(run.skills.values()), tuple(run.issues)
 
 
+def as_skipped(issues: Iterable[Issue]) -> tuple[Issue, ...]:
+    """Skill problems for a run rather than for CI: a skill with an error is left out
+    of the agent, so each error becomes a warning that says so (as pi's loader does).
+    `assemble validate` keeps them errors."""
+    import dataclasses
+
+    return tuple(
+        dataclasses.replace(issue, severity="warning", message=f"{issue.message} (skill skipped)")
+        if issue.severity == "error"
+        else issue
+        for issue in issues
+    )
+
+
 def _display(path: Path, root: Path | None) -> str:
     if root is not None:
         try:

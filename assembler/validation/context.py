@@ -29,6 +29,7 @@ class CheckContext:
     source: SourceMap
     skills_profile: str = "lenient"
     explicit_skills: Sequence[Path] = ()
+    skill_errors: str = "error"
     skills: tuple[Any, ...] = field(default=())
 
     @property

@@ -8,7 +8,7 @@ manifest that validates is a manifest that loads. It never runs project code: se
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,8 @@ from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
 from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
+
+SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 SCHEMA_MARKER = "agent.schema.json"
@@ -41,8 +43,12 @@ def validate_file(
     skills_profile: str = "lenient",
     explicit_skills: Sequence[Path] = (),
     display: str | None = None,
+    skill_errors: str = "error",
 ) -> FileReport:
-    """All issues of one manifest: YAML, schema, then the checks beyond the schema."""
+    """All issues of one manifest: YAML, schema, then the checks beyond the schema.
+
+    `skill_errors="warning"` is for `render` and `run`, which leave a broken skill out
+    instead of refusing the whole agent."""
     shown = display or display_path(path)
     parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
     if parsed.document is None:
@@ -64,6 +70,7 @@ def validate_file(
         source=parsed.document.source,
         skills_profile=skills_profile,
         explicit_skills=explicit_skills,
+        skill_errors=skill_errors,
     )
     issues = list(parsed.issues)
     # A value the schema rejected is not checked again (`module: a-b` is not a module
@@ -101,10 +108,12 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
     found: list[Path] = []
     issues: list[Issue] = []
     for path in paths:
+        if is_skill_file(path):
+            continue  # validated as a skill (`find_skills`)
         if path.is_dir():
             inside = sorted(_walk_yaml(path))
             manifests = [p for p in inside if _looks_like_manifest(p)]
-            if not manifests:
+            if not manifests and not _holds_skills(path):
                 issues.append(
                     Issue(
                         display_path(path),
@@ -120,6 +129,62 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
         else:
             issues.append(Issue(display_path(path), 0, 0, "error", "no such file or directory"))
     return _unique(found), issues
+
+
+def is_skill_file(path: Path) -> bool:
+    return path.name in SKILL_FILES
+
+
+def find_skills(paths: Iterable[Path]) -> list[Path]:
+    """What on the command line is a skill rather than a manifest: a `SKILL.md`, a
+    skill folder, or a directory of skills that holds no manifest. Skills a manifest
+    declares are validated with that manifest; these are checked on their own."""
+    found: list[Path] = []
+    for path in paths:
+        if is_skill_file(path) or (
+            path.is_dir()
+            and _holds_skills(path)
+            and not any(_looks_like_manifest(p) for p in _walk_yaml(path))
+        ):
+            found.append(path)
+    return _unique(found)
+
+
+def validate_skills(path: Path, *, skills_profile: str = "lenient") -> FileReport:
+    """Every issue of a `SKILL.md`, or of each skill in a folder, by the same rules a
+    manifest's skills are checked with (the Agent Skills specification)."""
+    from assembler.resources.skills import discover_skills
+
+    _, issues = discover_skills(
+        [] if is_skill_file(path) else [path],
+        profile=skills_profile,
+        explicit=[path] if is_skill_file(path) else [],
+        display_root=Path.cwd(),
+    )
+    return FileReport(path, tuple(issues))
+
+
+def count_skills(path: Path) -> int:
+    """How many skills a `find_skills` target holds (for the summary line)."""
+    return 1 if is_skill_file(path) else sum(1 for _ in _skill_folders(path))
+
+
+def _holds_skills(directory: Path) -> bool:
+    """A skill folder, or a directory with one somewhere below it."""
+    return next(_skill_folders(directory), None) is not None
+
+
+def _skill_folders(directory: Path) -> Iterator[str]:
+    """Folders holding a `SKILL.md`; like skill discovery, a skill folder is not
+    searched further and hidden folders are skipped."""
+    for folder, subdirectories, files in os.walk(directory):
+        if any(name in SKILL_FILES for name in files):
+            subdirectories[:] = []
+            yield folder
+        else:
+            subdirectories[:] = [
+                d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED_DIRECTORIES
+            ]
 
 
 def _unique(paths: list[Path]) -> list[Path]:
