@@ -30,13 +30,26 @@ from assembler.agent.model_choice import (
 from assembler.agent.services import create_session, key_variables, open_memory, trace_factory
 from assembler.manifest.model import Manifest
 from assembler.providers.base import ModelProvider
-from assembler.resources.loader import LoaderFlags, ResourceLoader
+from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.loop import AgentRunner
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import scrub_environment
 from assembler.trust import TrustPrompt, check_trust
 from assembler.urls import display_url
 from assembler.validation.load import load_manifest
+
+
+def skill_directories(
+    manifest: Manifest, flags: LoaderFlags | None, snapshot: ResourceSnapshot
+) -> tuple[Path, ...]:
+    """The directories the file tools may read outside the workspace: the skill
+    directories the manifest declares and `--skill` names, and the folder of every
+    skill loaded (a symlinked skill folder lives where it points). Never written."""
+    declared = () if flags is not None and flags.no_skills else manifest.skills
+    explicit = () if flags is None else flags.explicit_skills
+    folders = [*declared, *(p.parent if p.is_file() else p for p in explicit)]
+    folders += [skill.directory for skill in snapshot.skills]
+    return tuple(dict.fromkeys(Path(os.path.realpath(folder)) for folder in folders))
 
 
 def build_agent(
@@ -92,6 +105,7 @@ def build_agent(
             max_output_lines=limits.max_output_lines,
             max_output_bytes=limits.max_output_bytes,
             env=scrub_environment(environment, also=key_variables(manifest, choice)),
+            read_roots=skill_directories(manifest, flags, snapshot),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",

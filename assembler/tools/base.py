@@ -36,7 +36,9 @@ class ToolContext:
     """What a running tool may know about the agent: where it works and its limits.
 
     `env` is the environment for subprocesses the tool starts, already stripped of
-    provider credentials.
+    provider credentials. `read_roots` are directories outside the workspace that the
+    file tools may read but never write: the agent's skill directories, since the
+    prompt tells the model to read a skill's file before following it.
     """
 
     workspace: Path
@@ -44,6 +46,7 @@ class ToolContext:
     max_output_lines: int = DEFAULT_MAX_OUTPUT_LINES
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     env: Mapping[str, str] | None = None
+    read_roots: tuple[Path, ...] = ()
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

@@ -31,7 +31,7 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     offset = optional_int(args, "offset") or 1
     limit = optional_int(args, "limit")
-    path = resolve_in_workspace(ctx.workspace, user_path)
+    path = resolve_in_workspace(ctx.workspace, user_path, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     lines = split_lines(read_text_lossy(path, shown))
     total = len(lines)
@@ -71,7 +71,7 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
 async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     content = require_str(args, "content")
-    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
+    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     data = _encode(content, "content")
     previous = path.stat().st_size if path.exists() else None
@@ -89,7 +89,7 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     old_text = require_str(args, "old_text", allow_empty=False)
     new_text = require_str(args, "new_text")
-    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
+    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     text = read_text_exact(path, shown)
 

@@ -26,7 +26,12 @@ from assembler.tools.arguments import (
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.builtin.text_files import looks_binary
 from assembler.tools.builtin.tree import glob_matcher, walk_files
-from assembler.tools.builtin.workspace import display_path, resolve_in_workspace, workspace_root
+from assembler.tools.builtin.workspace import (
+    containing_root,
+    display_path,
+    resolve_in_workspace,
+    workspace_root,
+)
 from assembler.tools.truncate import truncate_output
 
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
@@ -36,9 +41,20 @@ DEFAULT_FIND_LIMIT = 1000
 
 
 def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
-    """The workspace root and the resolved `path` argument (default: the workspace)."""
+    """The root the search stays in (the workspace, or the skill directory the path is
+    in) and the resolved `path` argument (default: the workspace)."""
     path = optional_str(args, "path") or "."
-    return workspace_root(ctx.workspace), resolve_in_workspace(ctx.workspace, path)
+    base = resolve_in_workspace(ctx.workspace, path, read_roots=ctx.read_roots)
+    workspace = workspace_root(ctx.workspace)
+    if base.is_relative_to(workspace):
+        return workspace, base
+    return containing_root(base, ctx.read_roots) or base, base
+
+
+def _prefix(root: Path, ctx: ToolContext) -> str:
+    """What goes before a found path's part below `root`, so the model can pass it
+    back: nothing in the workspace, the absolute root in a skill directory outside it."""
+    return "" if root == workspace_root(ctx.workspace) else f"{root}/"
 
 
 def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, Any]) -> ToolResult:
@@ -86,8 +102,9 @@ def _grep_sync(
     files = [base] if base.is_file() else walk_files(root, base)
     found: list[str] = []
     skipped_large = 0
+    prefix = _prefix(root, ctx)
     for path in files:
-        rel = path.relative_to(root).as_posix()
+        rel = prefix + path.relative_to(root).as_posix()
         if matches_glob and base.is_dir() and not matches_glob(path.relative_to(base).as_posix()):
             continue
         try:
@@ -132,8 +149,9 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"{display_path(ctx.workspace, base)} is not a directory")
 
     def collect() -> list[str]:
+        prefix = _prefix(root, ctx)
         return sorted(
-            path.relative_to(root).as_posix()
+            prefix + path.relative_to(root).as_posix()
             for path in walk_files(root, base)
             if matches(path.relative_to(base).as_posix())
         )
