@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from assembler.errors import Issue
+from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
 
@@ -116,6 +116,19 @@ def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue]) -> None:
         if key(issue) not in seen:
             seen.add(key(issue))
             click.echo(issue.format(), err=True)
+
+
+def enter_workspace(manifest: Manifest, session_dir: Path | None) -> Path | None:
+    """Make the agent's workspace the current directory, as other coding agents do, so
+    a Python tool or an extension that uses relative paths works where `read` and
+    `bash` do, whatever directory `assemble` was started from. Paths from the command
+    line are resolved first; the session directory is returned resolved."""
+    resolved = session_dir.resolve() if session_dir is not None else None
+    try:
+        os.chdir(manifest.workspace.resolve())
+    except OSError as e:
+        raise UsageError(f"cannot enter the workspace {manifest.workspace}: {e.strerror}") from e
+    return resolved
 
 
 def ask_trust(directory: Path, code: list[str]) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from assembler.cli.common import agent_options, load, loader_flags
+from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
 
 
 @click.command()
@@ -36,8 +36,10 @@ def rpc(
     out = sys.stdout
     # stdout carries the protocol: a stray print() from an extension goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
+        loaded = load(manifest, flags)
+        session_dir = enter_workspace(loaded, session_dir)
         agent = build_agent(
-            load(manifest, flags),
+            loaded,
             model=model,
             flags=flags,
             session_dir=session_dir,

@@ -14,6 +14,7 @@ from assembler.cli.common import (
     agent_options,
     ask_trust,
     echo_new_issues,
+    enter_workspace,
     load_reporting,
     loader_flags,
 )
@@ -55,6 +56,7 @@ def run(
 
     flags = loader_flags(resources)
     shown = load_reporting(manifest, flags)
+    session_dir = enter_workspace(shown.manifest, session_dir)
     agent = build_agent(
         shown.manifest,
         model=model,
