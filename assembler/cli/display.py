@@ -48,6 +48,8 @@ class EventPrinter:
         self.mid_line = False
         self.answer_only = answer_only
         self.pending: list[str] = []
+        self.blocked: set[str] = set()  # call ids already shown as blocked
+        self.errors: set[str] = set()  # error messages already shown
 
     def _flush_narration(self) -> None:
         text = "".join(self.pending).strip()
@@ -82,9 +84,13 @@ class EventPrinter:
             self._flush_narration()
             self._err(f"→ {event.call.name} {_arguments(event.call.arguments)}", fg="cyan")
         elif isinstance(event, ToolCallBlocked):
+            self.blocked.add(event.call.id)
             self._err(
                 f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", fg="red"
             )
+        elif isinstance(event, ToolCallResult) and not event.executed:
+            if event.call.id not in self.blocked:  # an unknown tool, arguments not JSON
+                self._err(f"← {event.call.name} not run: {one_line(event.content, 200)}", fg="red")
         elif isinstance(event, ToolCallResult) and event.executed:
             lines = event.content.count("\n") + 1 if event.content else 0
             status = "error" if event.is_error else "ok"
@@ -96,8 +102,11 @@ class EventPrinter:
         elif isinstance(event, Diagnostic):
             self._err(f"{event.severity}: {event.message}", fg="yellow")
         elif isinstance(event, ErrorEvent):
+            self.errors.add(event.message)
             self._err(f"error: {event.message}", fg="red")
         elif isinstance(event, RunEnd):
             self._end_line()
+            if event.reason == "error" and event.message in self.errors:
+                return  # the error line above said it: each error is printed once
             if event.reason != "completed":
                 self._err(f"run ended: {event.reason}: {event.message}", fg="yellow")
