@@ -107,6 +107,8 @@ def render(
     echo_new_issues(preview.diagnostics, shown.issues)  # each once: validation printed some
     for unknown in preview.unknowns:
         click.echo(f"dry run: {unknown}", err=True)
+    for note in preview.notes:
+        click.echo(note, err=True)
     workspace = str(loaded.workspace.resolve())
     snapshot = write_file is not None or check_file is not None
     output = (
