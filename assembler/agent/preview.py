@@ -177,9 +177,11 @@ async def preview_live(
         selected: tuple[MemoryEntry, ...] = ()
         memory = agent.assembly.memory
         policy = manifest.memory
-        if memory is not None and policy is not None:
-            if user_input is not None or policy.strategy in INPUT_FREE_STRATEGIES:
-                selected = await memory.select(user_input or "")
+        wanted = user_input is not None or (
+            policy is not None and policy.strategy in INPUT_FREE_STRATEGIES
+        )
+        if memory is not None and wanted:
+            selected = await memory.select(user_input or "")
         return Preview(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),

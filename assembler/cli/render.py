@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 WORKSPACE_PLACEHOLDER = "{workspace}"
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n  assemble render --dry-run agents/reviewer.yaml\n  assemble render --dry-run --check prompts/reviewer.txt agents/reviewer.yaml"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--dry-run",
@@ -254,5 +256,9 @@ def _check(snapshot_file: Path, output: str) -> None:
         tofile="rendered now",
     )
     sys.stdout.writelines(diff)
-    click.echo(f"{snapshot_file}: the rendered prompt drifted from the snapshot", err=True)
+    click.echo(
+        f"{snapshot_file}: the rendered prompt drifted from the snapshot; if the change is "
+        f"intended, rerun with --write {snapshot_file} and commit the result",
+        err=True,
+    )
     sys.exit(1)

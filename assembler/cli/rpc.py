@@ -13,7 +13,11 @@ import click
 from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n"
+    """  echo '{"id": 1, "method": "prompt", "params": {"text": "hi"}}' """
+    "| assemble rpc agents/reviewer.yaml"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @agent_options
 def rpc(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -19,14 +20,20 @@ from assembler.cli.common import (
     loader_flags,
 )
 from assembler.cli.main import report_error
+from assembler.cli.spinner import Spinner, spinner_wanted
 from assembler.errors import AssemblerError
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
     from assembler.extensions.api import Command
+    from assembler.runner.events import Event
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n"
+    '  assemble run agents/reviewer.yaml -p "review the last commit"\n'
+    "  assemble run agents/reviewer.yaml --model anthropic:claude-sonnet-4-5"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit."
@@ -99,14 +106,37 @@ async def _drive(
 
     printer = EventPrinter(answer_only=answer_only)
     reason = "error"
-    async for event in agent.stream(prompt, max_turns=max_turns):
-        if as_json:
-            click.echo(json.dumps(event.to_dict(), ensure_ascii=False, default=str))
-        else:
-            printer.show(event)
-        if isinstance(event, RunEnd):
-            reason = event.reason
+    # -p on a terminal: a sign of life on stderr while the model (or a tool) works
+    spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
+    drawing = asyncio.ensure_future(spinner.run()) if spinner is not None else None
+    running: list[str] = []  # tools proposed and not finished: what the spinner waits for
+    try:
+        async for event in agent.stream(prompt, max_turns=max_turns):
+            if spinner is not None:
+                spinner.touch(_waiting_for(event, running))
+            if as_json:
+                click.echo(json.dumps(event.to_dict(), ensure_ascii=False, default=str))
+            else:
+                printer.show(event)
+            if isinstance(event, RunEnd):
+                reason = event.reason
+    finally:
+        if drawing is not None:
+            drawing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drawing
     return reason
+
+
+def _waiting_for(event: Event, running: list[str]) -> str:
+    """What the spinner says after `event`: the tools still running, or the model."""
+    from assembler.runner.events import ToolCallProposed, ToolCallResult
+
+    if isinstance(event, ToolCallProposed):
+        running.append(event.call.name)
+    elif isinstance(event, ToolCallResult) and event.call.name in running:
+        running.remove(event.call.name)
+    return f"running {', '.join(running)}" if running else "waiting for the model"
 
 
 async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ skills/"
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--format",
@@ -59,7 +61,7 @@ def validate(
         sys.exit(1)
 
 
-@click.command()
+@click.command(epilog="\b\nExample:\n  assemble schema > agent.schema.json")
 def schema() -> None:
     """Print the manifest JSON Schema (JSON Schema 2020-12)."""
     from assembler.manifest.schema import schema_text

@@ -52,7 +52,9 @@ def test_a_blocked_call_is_shown_once_as_blocked(
 def test_a_provider_error_is_printed_once(
     shipping: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, err = _run(shipping, capsys, "- tool_calls: [{name: read, arguments: {path: AGENTS.md}}]\n")
+    code, err = _run(
+        shipping, capsys, "- tool_calls: [{name: read, arguments: {path: AGENTS.md}}]\n"
+    )
     assert code == 1
     assert err.count("exhausted") == 1, err
     assert "error: " in err and "run ended" not in err
