@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from assembler.manifest.model import MAX_TEMPLATE_FILE_BYTES
-
 HEAD = "version: 1\nname: t\nidentity: You help.\n"
 
 
@@ -72,6 +70,8 @@ def test_dev_zero_named_directly_is_refused_before_reading(tmp_path: Path) -> No
 
 
 def test_a_template_file_over_the_cap_is_refused(tmp_path: Path) -> None:
+    from assembler.manifest.model import MAX_TEMPLATE_FILE_BYTES
+
     (tmp_path / "tools.j2").write_bytes(b"{{ tools|length }}" + b" " * MAX_TEMPLATE_FILE_BYTES)
     _manifest(tmp_path, "tools.j2")
     result = _validate(tmp_path, "validate")
