@@ -26,9 +26,9 @@ def main() -> None:
         }
         assert render_template(budgeted, variables, "bench") == plain.render(variables)
         repeat = 200 if size < 1000 else 40
-        base = median_seconds(lambda: plain.render(variables), repeat=repeat)
+        base = median_seconds(lambda v=variables: plain.render(v), repeat=repeat)
         measured = median_seconds(
-            lambda: render_template(budgeted, variables, "bench"), repeat=repeat
+            lambda v=variables: render_template(budgeted, v, "bench"), repeat=repeat
         )
         per_tool[size] = measured / size
         rows.append(
