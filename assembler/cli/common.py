@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -103,9 +104,11 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
     return Loaded(report.manifest, report.issues)
 
 
-def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue]) -> None:
+def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue], manifest: Path) -> None:
     """Print on stderr each of `issues` not printed yet: validation reported some with
-    paths relative to the current directory, the build the same with absolute ones."""
+    paths relative to the current directory, the build the same with absolute ones.
+    An issue about no file in particular (a tool clash) is about the manifest, and is
+    shown with its path rather than `<manifest>`."""
 
     def key(issue: Issue) -> tuple[str, int, int, str, str]:
         file = os.path.abspath(issue.file) if issue.file else ""
@@ -115,7 +118,8 @@ def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue]) -> None:
     for issue in issues:
         if key(issue) not in seen:
             seen.add(key(issue))
-            click.echo(issue.format(), err=True)
+            shown = issue if issue.file else dataclasses.replace(issue, file=str(manifest))
+            click.echo(shown.format(), err=True)
 
 
 def enter_workspace(manifest: Manifest, session_dir: Path | None) -> Path | None:

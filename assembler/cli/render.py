@@ -106,7 +106,9 @@ def render(
                 user_input=user_input,
             )
         )
-    echo_new_issues(preview.diagnostics, shown.issues)  # each once: validation printed some
+    echo_new_issues(
+        preview.diagnostics, shown.issues, manifest
+    )  # each once: validation printed some
     for unknown in preview.unknowns:
         click.echo(f"dry run: {unknown}", err=True)
     for note in preview.notes:

@@ -75,7 +75,7 @@ def run(
     )
     _banner(agent, quiet=as_json)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
-        echo_new_issues(agent.parts.pending_diagnostics(), shown.issues)
+        echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
     if prompt is not None:
         reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
         if reason != "completed":
