@@ -47,7 +47,7 @@ from assembler.permissions.gate import Approver, PermissionGate
 from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.providers.windows import context_window
-from assembler.resources.loader import LoaderFlags, ResourceLoader
+from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
@@ -55,6 +55,19 @@ from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
 from assembler.trust import TrustPrompt, check_trust
 from assembler.validation.load import load_manifest
+
+
+def skill_directories(
+    manifest: Manifest, flags: LoaderFlags | None, snapshot: ResourceSnapshot
+) -> tuple[Path, ...]:
+    """The directories the file tools may read outside the workspace: the skill
+    directories the manifest declares and `--skill` names, and the folder of every
+    skill loaded (a symlinked skill folder lives where it points). Never written."""
+    declared = () if flags is not None and flags.no_skills else manifest.skills
+    explicit = () if flags is None else flags.explicit_skills
+    folders = [*declared, *(p.parent if p.is_file() else p for p in explicit)]
+    folders += [skill.directory for skill in snapshot.skills]
+    return tuple(dict.fromkeys(Path(os.path.realpath(folder)) for folder in folders))
 
 
 def build_agent(
@@ -148,6 +161,7 @@ def build_agent(
                 assigned=manifest.tools.env.set,
                 also_secret=key_variables(manifest, choice),
             ),
+            read_roots=skill_directories(manifest, flags, snapshot),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",

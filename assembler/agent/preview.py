@@ -37,6 +37,23 @@ class Preview:
     diagnostics: tuple[Issue, ...] = ()
     unknowns: tuple[str, ...] = ()
     memory: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
+
+
+#: Selection strategies whose choice does not depend on the user's message: the
+#: prompt's `## memory` section is then the same for any first message, and shown.
+INPUT_FREE_STRATEGIES = ("all", "none")
+
+
+def memory_note(manifest: Manifest, user_input: str | None) -> tuple[str, ...]:
+    """What to say on stderr when the memory shown depends on a message not given."""
+    policy = manifest.memory
+    if policy is None or user_input is not None or policy.strategy in INPUT_FREE_STRATEGIES:
+        return ()
+    return (
+        f"memory: selection `{policy.strategy}` depends on the user's message; "
+        '--input "..." shows the memories it would select',
+    )
 
 
 def dry_run_unknowns(manifest: Manifest, flags: LoaderFlags) -> list[str]:
@@ -88,6 +105,7 @@ def preview_dry_run(
         diagnostics=(*snapshot.diagnostics, *collection.diagnostics),
         unknowns=tuple(unknowns),
         memory=tuple(_describe(entry) for entry in memory.entries),
+        notes=memory_note(manifest, user_input),
     )
 
 
@@ -115,14 +133,14 @@ def _dry_run_memory(
     store = MemoryStore.open(policy.store, policy, read_only=True)
     tools = (make_remember_tool(store, policy),) if policy.extraction_tool else ()
     in_prompt = policy.injection == "system"
-    if user_input is None:
+    if user_input is None and policy.strategy not in INPUT_FREE_STRATEGIES:
         return _MemoryPreview((), tools, in_prompt)
     if policy.strategy == "model":
         unknowns.append(
             "memory selection `model` asks the model; a dry run does not, so no memories are shown"
         )
         return _MemoryPreview((), tools, in_prompt)
-    selection = asyncio.run(Selector(store, policy).select(user_input))
+    selection = asyncio.run(Selector(store, policy).select(user_input or ""))
     return _MemoryPreview(selection.entries, tools, in_prompt)
 
 
@@ -177,14 +195,19 @@ async def preview_live(
         await agent.start()
         selected: tuple[MemoryEntry, ...] = ()
         memory = agent.assembly.memory
-        if memory is not None and user_input is not None:
-            selected = await memory.select(user_input)
+        policy = manifest.memory
+        wanted = user_input is not None or (
+            policy is not None and policy.strategy in INPUT_FREE_STRATEGIES
+        )
+        if memory is not None and wanted:
+            selected = await memory.select(user_input or "")
         return Preview(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,
             diagnostics=(*agent.diagnostics, *agent.assembly.poll()),
             memory=tuple(_describe(entry) for entry in selected),
+            notes=memory_note(manifest, user_input),
         )
     finally:
         await agent.aclose()

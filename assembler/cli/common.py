@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from assembler.errors import Issue
+from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
 from assembler.text import terminal_safe
@@ -91,13 +93,47 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
     from assembler.validation.validator import validate_file
 
     report = validate_file(
-        manifest, unset_variables=unset_variables, explicit_skills=flags.explicit_skills
+        manifest,
+        unset_variables=unset_variables,
+        explicit_skills=flags.explicit_skills,
+        skill_errors="warning",  # a broken skill is left out, as the resource loader does
     )
     if report.has_errors or report.manifest is None:
         raise ManifestError(report.issues)
     for issue in report.issues:
         click.echo(terminal_safe(issue.format()), err=True)
     return Loaded(report.manifest, report.issues)
+
+
+def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue], manifest: Path) -> None:
+    """Print on stderr each of `issues` not printed yet: validation reported some with
+    paths relative to the current directory, the build the same with absolute ones.
+    An issue about no file in particular (a tool clash) is about the manifest, and is
+    shown with its path rather than `<manifest>`."""
+
+    def key(issue: Issue) -> tuple[str, int, int, str, str]:
+        file = os.path.abspath(issue.file) if issue.file else ""
+        return file, issue.line, issue.column, issue.severity, issue.message
+
+    seen = {key(issue) for issue in already}
+    for issue in issues:
+        if key(issue) not in seen:
+            seen.add(key(issue))
+            shown = issue if issue.file else dataclasses.replace(issue, file=str(manifest))
+            click.echo(shown.format(), err=True)
+
+
+def enter_workspace(manifest: Manifest, session_dir: Path | None) -> Path | None:
+    """Make the agent's workspace the current directory, as other coding agents do, so
+    a Python tool or an extension that uses relative paths works where `read` and
+    `bash` do, whatever directory `assemble` was started from. Paths from the command
+    line are resolved first; the session directory is returned resolved."""
+    resolved = session_dir.resolve() if session_dir is not None else None
+    try:
+        os.chdir(manifest.workspace.resolve())
+    except OSError as e:
+        raise UsageError(f"cannot enter the workspace {manifest.workspace}: {e.strerror}") from e
+    return resolved
 
 
 def ask_trust(directory: Path, code: list[str]) -> bool:

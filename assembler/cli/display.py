@@ -55,6 +55,8 @@ class EventPrinter:
         self.mid_line = False
         self.answer_only = answer_only
         self.pending: list[str] = []
+        self.blocked: set[str] = set()  # call ids already shown as blocked
+        self.errors: set[str] = set()  # error messages already shown
 
     def _flush_narration(self) -> None:
         text = "".join(self.pending).strip()
@@ -90,11 +92,19 @@ class EventPrinter:
                 self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, RunEnd):
             self._end_line()
+            if event.reason == "error" and event.message in self.errors:
+                return  # the error line above said it: each error is printed once
             if event.reason != "completed":
                 self._err(f"run ended: {event.reason}: {event.message}", fg="yellow")
         else:
             if isinstance(event, ToolCallProposed | SubagentEvent):
                 self._flush_narration()
+            if isinstance(event, ToolCallBlocked):
+                self.blocked.add(event.call.id)
+            elif isinstance(event, ErrorEvent):
+                self.errors.add(event.message)
+            elif isinstance(event, ToolCallResult) and event.call.id in self.blocked:
+                return  # the block line said why it did not run
             activity = _activity(event)
             if activity is not None:
                 text, fg = activity
@@ -108,6 +118,8 @@ def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None
         return f"→ {event.call.name} {_arguments(event.call.arguments)}", "cyan"
     if isinstance(event, ToolCallBlocked):
         return f"✗ {event.call.name} blocked by {event.blocked_by}: {event.reason}", "red"
+    if isinstance(event, ToolCallResult) and not event.executed:  # unknown tool, bad JSON
+        return f"← {event.call.name} not run: {one_line(event.content, 200)}", "red"
     if isinstance(event, ToolCallResult) and event.executed:
         lines = event.content.count("\n") + 1 if event.content else 0
         status = "error" if event.is_error else "ok"

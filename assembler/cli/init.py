@@ -11,7 +11,7 @@ from assembler.starters import TEMPLATES, write_starter
 from assembler.text import terminal_safe
 
 
-@click.command()
+@click.command(epilog="\b\nExample:\n  assemble init my-agent --template coding")
 @click.argument("directory", type=click.Path(path_type=Path), default=".")
 @click.option(
     "--template",
@@ -30,10 +30,6 @@ def init(directory: Path, template: str, name: str | None) -> None:
     how to switch to openai:, anthropic: or ollama:), and names a copy of the JSON
     Schema in .assembler/ so editors complete its fields. Existing files are never
     overwritten: if any would be, nothing is written.
-
-    \b
-    Example:
-      assemble init my-agent --template coding
     """
     starter = write_starter(directory, template, name)
     shown = os.path.relpath(starter.manifest)

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from assembler.cli.suggest import SuggestingGroup
 from assembler.errors import AssemblerError, ManifestError
 from assembler.text import terminal_safe
 from assembler.version import __version__
@@ -44,7 +45,7 @@ _HELP = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -64,7 +65,11 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup)
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExample:\n  assemble render --dry-run agents/shipping-fixer.yaml",
+)
 @click.version_option(__version__, prog_name="assemble")
 def cli() -> None:
     """Turn a YAML manifest into a running AI agent.
@@ -88,10 +93,24 @@ def report_error(error: AssemblerError) -> None:
     click.echo(terminal_safe(f"error: {error}"), err=True)
 
 
+def plain_output() -> bool:
+    """Whether to print without colour: `NO_COLOR` set (https://no-color.org), or a
+    `TERM=dumb` terminal. Output that is not a terminal is plain anyway (click strips
+    the styles when the stream is not a TTY)."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point."""
     try:
-        return cli.main(args=argv, prog_name="assemble", standalone_mode=False)
+        # `color=False` reaches every click.echo/secho through the context; None
+        # leaves it to click (styles only on a terminal)
+        return cli.main(
+            args=argv,
+            prog_name="assemble",
+            standalone_mode=False,
+            color=False if plain_output() else None,
+        )
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from assembler.cli.common import ask_trust, load
+from assembler.cli.suggest import SuggestingGroup
 from assembler.cli.terminal import for_stdout
 from assembler.errors import MemoryStoreError
 from assembler.resources.loader import LoaderFlags
@@ -43,12 +44,14 @@ def _open(manifest_path: Path, *, read_only: bool = False) -> tuple[Manifest, Me
     return manifest, MemoryStore.open(policy.store, policy, read_only=read_only)
 
 
-@click.group()
+@click.group(
+    cls=SuggestingGroup, epilog="\b\nExample:\n  assemble memory list agents/reviewer.yaml"
+)
 def memory() -> None:
     """List, show, add, remove and consolidate memory records."""
 
 
-@memory.command("list")
+@memory.command("list", epilog="\b\nExample:\n  assemble memory list agents/reviewer.yaml")
 @MANIFEST
 def list_(manifest: Path) -> None:
     """List the records: name, type and description."""
@@ -62,7 +65,7 @@ def list_(manifest: Path) -> None:
         click.echo(terminal_safe(f"{entry.name}\t{entry.type}\t{entry.description}"))
 
 
-@memory.command()
+@memory.command(epilog="\b\nExample:\n  assemble memory show agents/reviewer.yaml deploy-window")
 @MANIFEST
 @click.argument("name")
 def show(manifest: Path, name: str) -> None:
@@ -77,7 +80,11 @@ def show(manifest: Path, name: str) -> None:
     click.echo(for_stdout(to_markdown(record)), nl=False)
 
 
-@memory.command()
+@memory.command(
+    epilog="\b\nExample:\n"
+    "  assemble memory add agents/reviewer.yaml --name deploy-window "
+    '--description "When deploys may happen" --body "Never on Fridays."'
+)
 @MANIFEST
 @click.option("--name", required=True, help="A slug: lowercase letters, digits, hyphens.")
 @click.option("--description", required=True, help="One line: what this memory is about.")
@@ -109,7 +116,7 @@ def add(
         click.echo(f"added {name}")
 
 
-@memory.command()
+@memory.command(epilog="\b\nExample:\n  assemble memory remove agents/reviewer.yaml deploy-window")
 @MANIFEST
 @click.argument("name")
 def remove(manifest: Path, name: str) -> None:
@@ -120,7 +127,7 @@ def remove(manifest: Path, name: str) -> None:
     click.echo(f"removed {name}")
 
 
-@memory.command()
+@memory.command(epilog="\b\nExample:\n  assemble memory consolidate agents/reviewer.yaml --trust")
 @MANIFEST
 @click.option("--model", help="Use this model instead of the manifest's: provider:name.")
 @click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")

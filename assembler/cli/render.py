@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import ask_trust, load_reporting, loader_flags, resource_options
+from assembler.cli.common import (
+    ask_trust,
+    echo_new_issues,
+    load_reporting,
+    loader_flags,
+    resource_options,
+)
 from assembler.cli.terminal import for_stdout
 from assembler.errors import RenderError
 from assembler.text import terminal_safe
@@ -24,7 +30,9 @@ if TYPE_CHECKING:
 WORKSPACE_PLACEHOLDER = "{workspace}"
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n  assemble render --dry-run agents/reviewer.yaml\n  assemble render --dry-run --check prompts/reviewer.txt agents/reviewer.yaml"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--dry-run",
@@ -121,11 +129,11 @@ def render(
                 team=team,
             )
         )
-    for issue in preview.diagnostics:
-        if issue not in shown.issues:  # validation already printed it
-            click.echo(terminal_safe(issue.format()), err=True)
+    echo_new_issues(preview.diagnostics, shown.issues, manifest)  # validation printed some
     for unknown in preview.unknowns:
         click.echo(terminal_safe(f"dry run: {unknown}"), err=True)
+    for note in preview.notes:
+        click.echo(terminal_safe(note), err=True)
     workspace = str(loaded.workspace.resolve())
     snapshot = write_file is not None or check_file is not None
     output = (
@@ -272,5 +280,9 @@ def _check(snapshot_file: Path, output: str) -> None:
         tofile="rendered now",
     )
     sys.stdout.write(for_stdout("".join(diff)))
-    click.echo(f"{snapshot_file}: the rendered prompt drifted from the snapshot", err=True)
+    click.echo(
+        f"{snapshot_file}: the rendered prompt drifted from the snapshot; if the change is "
+        f"intended, rerun with --write {snapshot_file} and commit the result",
+        err=True,
+    )
     sys.exit(1)

@@ -10,10 +10,14 @@ from typing import Any
 
 import click
 
-from assembler.cli.common import agent_options, load, loader_flags
+from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n"
+    """  echo '{"id": 1, "method": "prompt", "params": {"text": "hi"}}' """
+    "| assemble rpc agents/reviewer.yaml"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @agent_options
 def rpc(
@@ -38,8 +42,10 @@ def rpc(
     out = sys.stdout
     # stdout carries the protocol: a stray print() from an extension goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
+        loaded = load(manifest, flags)
+        session_dir = enter_workspace(loaded, session_dir)
         agent = build_agent(
-            load(manifest, flags),
+            loaded,
             model=model,
             flags=flags,
             session_dir=session_dir,

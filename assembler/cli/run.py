@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import agent_options, ask_trust, load, loader_flags
+from assembler.cli.common import (
+    agent_options,
+    ask_trust,
+    echo_new_issues,
+    enter_workspace,
+    load_reporting,
+    loader_flags,
+)
 from assembler.cli.main import report_error
+from assembler.cli.spinner import Spinner, spinner_wanted
 from assembler.errors import AssemblerError
 from assembler.text import terminal_json, terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
     from assembler.extensions.api import Command
+    from assembler.runner.events import Event
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n"
+    '  assemble run agents/reviewer.yaml -p "review the last commit"\n'
+    "  assemble run agents/reviewer.yaml --model anthropic:claude-sonnet-4-5"
+)
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit."
@@ -50,9 +64,10 @@ def run(
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     flags = loader_flags(resources)
-    loaded = load(manifest, flags)
+    shown = load_reporting(manifest, flags)
+    session_dir = enter_workspace(shown.manifest, session_dir)
     agent = build_agent(
-        loaded,
+        shown.manifest,
         model=model,
         flags=flags,
         session_dir=session_dir,
@@ -61,6 +76,8 @@ def run(
         ask_trust=ask_trust,
     )
     _banner(agent, quiet=as_json)
+    if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
+        echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
     if prompt is not None:
         reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
         if reason != "completed":
@@ -93,14 +110,37 @@ async def _drive(
 
     printer = EventPrinter(answer_only=answer_only)
     reason = "error"
-    async for event in agent.stream(prompt, max_turns=max_turns):
-        if as_json:
-            click.echo(terminal_json(event.to_dict()))
-        else:
-            printer.show(event)
-        if isinstance(event, RunEnd):
-            reason = event.reason
+    # -p on a terminal: a sign of life on stderr while the model (or a tool) works
+    spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
+    drawing = asyncio.ensure_future(spinner.run()) if spinner is not None else None
+    running: list[str] = []  # tools proposed and not finished: what the spinner waits for
+    try:
+        async for event in agent.stream(prompt, max_turns=max_turns):
+            if spinner is not None:
+                spinner.touch(_waiting_for(event, running))
+            if as_json:
+                click.echo(terminal_json(event.to_dict()))
+            else:
+                printer.show(event)
+            if isinstance(event, RunEnd):
+                reason = event.reason
+    finally:
+        if drawing is not None:
+            drawing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drawing
     return reason
+
+
+def _waiting_for(event: Event, running: list[str]) -> str:
+    """What the spinner says after `event`: the tools still running, or the model."""
+    from assembler.runner.events import ToolCallProposed, ToolCallResult
+
+    if isinstance(event, ToolCallProposed):
+        running.append(event.call.name)
+    elif isinstance(event, ToolCallResult) and event.call.name in running:
+        running.remove(event.call.name)
+    return f"running {', '.join(running)}" if running else "waiting for the model"
 
 
 async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n  assemble trace\n  assemble trace --agent shipping-fixer --json"
+)
 @click.argument("target", required=False)
 @click.option(
     "--agent", "agent_name", help="The agent whose sessions to look in (its manifest `name`)."

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import click
 
+from assembler.cli.suggest import SuggestingGroup
 
-@click.group()
+
+@click.group(cls=SuggestingGroup, epilog="\b\nExample:\n  assemble trust add .")
 def trust() -> None:
     """Trust project directories whose code (extension files, project Python tools,
     MCP stdio commands) may run. Trusting a directory trusts everything below it."""
 
 
-@trust.command("add")
+@trust.command("add", epilog="\b\nExample:\n  assemble trust add ~/code/shop")
 @click.argument(
     "directory", type=click.Path(path_type=Path, file_okay=False, exists=True), default="."
 )
@@ -26,7 +28,7 @@ def add(directory: Path) -> None:
     click.echo(f"trusted {trusted} (recorded in {store.file})")
 
 
-@trust.command("list")
+@trust.command("list", epilog="\b\nExample:\n  assemble trust list")
 def list_() -> None:
     """List trusted directories."""
     from assembler.trust import TrustStore
@@ -38,7 +40,7 @@ def list_() -> None:
         click.echo(f"{entry.path}\t{entry.added}")
 
 
-@trust.command("remove")
+@trust.command("remove", epilog="\b\nExample:\n  assemble trust remove ~/code/shop")
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
 def remove(directory: Path) -> None:
     """Stop trusting DIRECTORY."""

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 
-@click.command()
+@click.command(
+    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ skills/"
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--format",
@@ -30,7 +32,8 @@ import click
 def validate(
     paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str
 ) -> None:
-    """Check manifests (files, or directories searched for *.yaml / *.yml manifests).
+    """Check manifests (files, or directories searched for *.yaml / *.yml manifests),
+    and skills: a SKILL.md, a skill folder, or a directory of skills.
 
     Reports every problem of every file as `file:line:col: severity: message
     [json.path]`. Runs no project code, starts no process, opens no socket.
@@ -38,7 +41,13 @@ def validate(
     """
     from assembler.text import terminal_safe, terminal_safe_json
     from assembler.validation.report import FORMATTERS
-    from assembler.validation.validator import find_manifests, validate_file
+    from assembler.validation.validator import (
+        count_skills,
+        find_manifests,
+        find_skills,
+        validate_file,
+        validate_skills,
+    )
 
     files, issues = find_manifests(paths)
     seen = set(issues)  # a sub-agent is validated with its parent and on its own:
@@ -47,7 +56,11 @@ def validate(
             if issue not in seen:
                 seen.add(issue)
                 issues.append(issue)
-    report = FORMATTERS[output_format](issues, len(files))
+    skills = find_skills(paths)
+    for skill in skills:
+        issues.extend(validate_skills(skill, skills_profile=skills_profile).issues)
+    counted = sum(count_skills(skill) for skill in skills)
+    report = FORMATTERS[output_format](issues, len(files), counted)
     # messages quote the manifests, which anyone may have written: never obeyed
     click.echo(terminal_safe_json(report) if output_format == "json" else terminal_safe(report))
     failing = {"error", "warning"} if strict else {"error"}
@@ -55,7 +68,7 @@ def validate(
         sys.exit(1)
 
 
-@click.command()
+@click.command(epilog="\b\nExample:\n  assemble schema --output .assembler/agent.schema.json")
 @click.option(
     "-o",
     "--output",
@@ -67,10 +80,6 @@ def schema(output: Path | None) -> None:
 
     Its `$id` names the manifest format version (`urn:agent-assembler:schema:agent:1`)
     and stays the same for every release that reads that version.
-
-    \b
-    Example:
-      assemble schema --output .assembler/agent.schema.json
     """
     from assembler.manifest.schema import schema_text
 

@@ -9,7 +9,7 @@ checks of `assembler.validation` and raises one `ManifestError` holding every er
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from assembler.errors import Issue, ManifestError
 from assembler.manifest.interpolate import interpolate
 from assembler.manifest.model import (
+    MAX_TEMPLATE_FILE_BYTES,
     AgentToolSet,
     BuiltinToolSet,
     ExtensionSpec,
@@ -36,6 +37,7 @@ from assembler.manifest.model import (
 )
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
+from assembler.safe_read import FileRefused, read_small_text
 
 DEFAULT_MEMORY_STORE = ".assembler/memory"
 
@@ -70,10 +72,10 @@ def parse_manifest(
     file = Path(path)
     shown = display or str(path)
     try:
-        document = load_yaml_file(file, shown)
+        document = load_yaml_file(file, shown, collect=True)
     except ManifestError as e:
         return ParsedManifest(file, None, None, e.issues)
-    issues = schema_issues(document.data, document.source)
+    issues = [*document.issues, *schema_issues(document.data, document.source)]
     if any(issue.severity == "error" for issue in issues):
         return ParsedManifest(file, document, None, tuple(issues))
     builder = _ManifestBuilder(
@@ -275,23 +277,54 @@ class _ManifestBuilder:
         overrides: dict[str, TemplateOverride] = {}
         for section, spec in raw.items():
             if "template" in spec:
-                overrides[section] = TemplateOverride(section, spec["template"])
+                start = self.source.text_position(("prompt", section, "template"), 1, 1)
+                overrides[section] = TemplateOverride(
+                    section, spec["template"], manifest=self.path, line=start.line
+                )
                 continue
             file = self.resolve(spec["file"])
-            try:
-                text = file.read_text("utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                # Worded as `checks.check_templates` words it, so `validate` (which runs
-                # both) reports it once.
-                reason = "not found" if isinstance(e, FileNotFoundError) else f"cannot be read: {e}"
-                self.issues.append(
-                    self.source.issue(
-                        ("prompt", section, "file"), f"template file {spec['file']} {reason}"
-                    )
-                )
+            workspace = self.resolve(self.data.get("workspace", "."))
+            text, problem = read_template_file(file, (self.base, workspace))
+            if text is None:
+                message = f"template file {spec['file']} {problem}"
+                self.issues.append(self.source.issue(("prompt", section, "file"), message))
                 continue
             overrides[section] = TemplateOverride(section, text, file)
         return overrides
+
+
+def read_template_file(file: Path, roots: Sequence[Path]) -> tuple[str | None, str]:
+    """A `prompt.<section>.file` override's text, or None and why not (`not found`,
+    `cannot be read: ...`, `is outside ...`), to follow "template file NAME".
+
+    The place is checked before anything is read: the file must resolve inside one of
+    `roots` (the manifest's directory, the workspace), since a manifest may only put
+    project files into the prompt; then only a regular file of at most
+    `MAX_TEMPLATE_FILE_BYTES` is read (`/dev/zero` or a FIFO is refused, not read).
+    `validate` and the loader both call this, so the same problem reads the same.
+    """
+    try:
+        resolved = file.resolve()
+        inside = any(resolved.is_relative_to(root.resolve()) for root in roots)
+    except (OSError, RuntimeError, ValueError) as e:
+        return None, f"cannot be resolved: {_reason(e)}"
+    if not inside:
+        return None, (
+            "is outside the manifest's directory and the workspace; a manifest may only "
+            "put project files into the prompt"
+        )
+    try:
+        return read_small_text(resolved, MAX_TEMPLATE_FILE_BYTES), ""
+    except FileNotFoundError:
+        return None, "not found"
+    except (FileRefused, OSError) as e:
+        return None, f"cannot be read: {_reason(e)}"
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
 
 
 def _python_tool(entry: str | Mapping[str, Any]) -> PythonToolSpec:

@@ -189,15 +189,27 @@ class ExtensionSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: A template override file is read only up to this size (a section template is short).
+MAX_TEMPLATE_FILE_BYTES = 256 * 1024
+
+
 @dataclass(frozen=True)
 class TemplateOverride:
+    """A section template from the manifest: a `file`, or inline text that starts on
+    `line` of `manifest` (so a render error can name the line it happened on)."""
+
     section: str
     text: str
     file: Path | None = None
+    manifest: Path | None = None
+    line: int = 0
 
     @property
     def origin(self) -> str:
-        return str(self.file) if self.file else f"manifest prompt.{self.section}.template"
+        if self.file:
+            return str(self.file)
+        where = f"{self.manifest}:{self.line} " if self.manifest else "manifest "
+        return f"{where}prompt.{self.section}.template"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from assembler.errors import Issue
+from assembler.manifest.hints import model_hint, tools_hint, unknown_key_hint
 from assembler.manifest.schema_check import conforms
 from assembler.manifest.yaml_source import JsonPath, SourceMap
 
@@ -89,14 +90,19 @@ def _describe(error: Any, source: SourceMap) -> Iterator[Issue]:
         )
         return
     if keyword in custom:
-        yield source.issue(path, custom[keyword].replace("{value}", _show(error.instance)))
+        message = custom[keyword].replace("{value}", _show(error.instance))
+        if path == ("model",):
+            message += model_hint(error.instance)
+        yield source.issue(path, message)
         return
     if keyword == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         yield source.issue(path, f"{_MISSING} `{missing}`")
         return
     if keyword == "type":
-        yield source.issue(path, _type_message(error, path, source))
+        yield source.issue(
+            path, _type_message(error, path, source) + tools_hint(path, error.instance)
+        )
         return
     if keyword == "enum":
         message = _enum_message(error.instance, error.validator_value)
@@ -145,7 +151,7 @@ def _unknown_keys(error: Any, path: JsonPath, source: SourceMap) -> Iterator[Iss
         if key in known:
             continue
         hint = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        suggestion = (
+        suggestion = unknown_key_hint(path, str(key)) or (
             f"; did you mean `{hint[0]}`?" if hint else f"; expected one of: {', '.join(known)}"
         )
         yield source.issue((*path, str(key)), f"unknown key `{key}`{suggestion}", key=True)

@@ -30,6 +30,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
 from assembler.errors import Issue, ManifestError
+from assembler.manifest.hints import tab_hint
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 64
@@ -117,10 +118,16 @@ class SourceMap:
 
 @dataclass(frozen=True)
 class YamlDocument:
-    """A loaded document: plain JSON-like data and where each part came from."""
+    """A loaded document: plain JSON-like data and where each part came from.
+
+    `issues` holds the problems that did not stop reading (a duplicate key, with
+    `collect=True`): the first value of the key is kept, and the rest of the file is
+    still read, so its other problems are reported in the same run.
+    """
 
     data: Any
     source: SourceMap
+    issues: tuple[Issue, ...] = ()
 
 
 def format_path(path: JsonPath) -> str:
@@ -184,9 +191,15 @@ def decode_text(raw: bytes, display: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def load_yaml_text(text: str, display: str, *, line_offset: int = 0) -> YamlDocument:
+def load_yaml_text(
+    text: str, display: str, *, line_offset: int = 0, collect: bool = False
+) -> YamlDocument:
     """Parse one YAML document from `text`; `line_offset` shifts reported lines
-    (used for the frontmatter of a `SKILL.md`, which starts below a `---` line)."""
+    (used for the frontmatter of a `SKILL.md`, which starts below a `---` line).
+
+    A duplicate key raises, unless `collect`: then it is in the document's `issues`
+    and reading goes on (`assemble validate` reports everything in one run).
+    """
     builder = _Builder(display, line_offset, text)
     try:
         data = builder.build(yaml.parse(text, Loader=_Loader))
@@ -197,18 +210,23 @@ def load_yaml_text(text: str, display: str, *, line_offset: int = 0) -> YamlDocu
         message = " ".join(str(part) for part in (e.context, e.problem) if part) or "invalid YAML"
         line = mark.line + 1 + line_offset if mark else 0
         column = mark.column + 1 if mark else 0
+        message += tab_hint(text, line, line_offset)
         raise _error(display, f"YAML syntax error: {message}", line, column) from None
     except yaml.YAMLError as e:
         raise _error(display, f"YAML error: {e}") from None
     except RecursionError:
         raise _error(display, f"nesting deeper than {MAX_DEPTH} levels") from None
-    return YamlDocument(data, builder.source)
+    if builder.issues and not collect:
+        raise ManifestError(builder.issues)
+    return YamlDocument(data, builder.source, tuple(builder.issues))
 
 
-def load_yaml_file(path: Path, display: str | None = None) -> YamlDocument:
+def load_yaml_file(
+    path: Path, display: str | None = None, *, collect: bool = False
+) -> YamlDocument:
     """Read and parse a manifest file (see `read_manifest_text`, `load_yaml_text`)."""
     shown = display or os.fspath(path)
-    return load_yaml_text(read_manifest_text(path, shown), shown)
+    return load_yaml_text(read_manifest_text(path, shown), shown, collect=collect)
 
 
 def _error(file: str, message: str, line: int = 0, column: int = 0) -> ManifestError:
@@ -236,6 +254,7 @@ class _Builder:
         self.source = SourceMap(display)
         self.anchors: dict[str, tuple[Any, int]] = {}
         self.expanded = 0
+        self.issues: list[Issue] = []
 
     def mark(self, event: events.Event) -> Mark:
         start = event.start_mark
@@ -356,26 +375,36 @@ class _Builder:
                 size += child
                 continue
             key = self.scalar(event, None)
-            if key in seen:
-                first = seen[key]
-                if type(key) is not type(first[1]):  # `1:` and `true:` are equal in Python
-                    raise self.fail(
-                        event,
-                        f"key `{event.value}` (read as {key!r}) clashes with the key "
-                        f"{first[1]!r} on line {first[0].line}; quote the keys to keep both",
-                    )
-                raise self.fail(
-                    event,
-                    f"duplicate key {key!r} (first defined at line {first[0].line}); "
-                    "YAML would silently keep only the last one",
-                )
-            seen[key] = (key_mark, key)
             child_path = (*path, key if isinstance(key, str) else str(key))
+            if key in seen:
+                # Reported, and the value read past (the first one stays), so the rest
+                # of the file is still checked; `load_yaml_text` decides whether to raise.
+                self.issues.append(self.duplicate(event, key, seen[key], child_path))
+                _, child = self.node(next(stream), stream, (*child_path, "<duplicate>"), depth + 1)
+                size += child
+                continue
+            seen[key] = (key_mark, key)
             self.source.keys[child_path] = key_mark
             value, child = self.node(next(stream), stream, child_path, depth + 1)
             result[key] = value
             size += child
         raise self.fail(start, "unexpected end of YAML stream")
+
+    def duplicate(
+        self, event: events.ScalarEvent, key: Any, first: tuple[Mark, Any], path: JsonPath
+    ) -> Issue:
+        mark = self.mark(event)
+        if type(key) is not type(first[1]):  # `1:` and `true:` are equal in Python
+            message = (
+                f"key `{event.value}` (read as {key!r}) clashes with the key "
+                f"{first[1]!r} on line {first[0].line}; quote the keys to keep both"
+            )
+        else:
+            message = (
+                f"duplicate key {key!r} (first defined at line {first[0].line}); "
+                "YAML would silently keep only the last one"
+            )
+        return Issue(self.display, mark.line, mark.column, "error", message, format_path(path))
 
     def is_merge_key(self, event: events.ScalarEvent) -> bool:
         return event.value == "<<" and event.implicit[0] and event.tag is None

@@ -22,10 +22,13 @@ from assembler.errors import RenderError, TemplateError
 from assembler.manifest.model import SECTION_NAMES, TemplateOverride
 from assembler.prompt.canonical import canonical_json
 from assembler.prompt.templates import (
+    TemplateOrigin,
+    TemplateProblem,
     check_override,
     compile_template,
     default_template_text,
     render_template,
+    try_render,
 )
 from assembler.tools.registry import ToolEntry
 
@@ -87,14 +90,15 @@ class DynamicPromptRenderer:
     skills or memory never pays for those templates)."""
 
     def __init__(self, overrides: Mapping[str, TemplateOverride] | None = None) -> None:
-        self._templates: dict[str, tuple[Template | None, str]] = {}
+        self._templates: dict[str, tuple[Template | None, TemplateOrigin]] = {}
         for section in SECTION_NAMES:
             override = (overrides or {}).get(section)
             if override is not None:
-                template = check_override(section, override.text, override.origin)
-                self._templates[section] = (template, override.origin)
+                origin = override_origin(override)
+                template = check_override(section, override.text, origin)
+                self._templates[section] = (template, origin)
             else:
-                self._templates[section] = (None, f"default {section} template")
+                self._templates[section] = (None, TemplateOrigin(f"default {section} template"))
         self._cache: OrderedDict[tuple[Any, ...], RenderedPrompt] = OrderedDict()
         self.cache_hits = 0
         self.cache_misses = 0
@@ -184,4 +188,57 @@ class DynamicPromptRenderer:
         body = render_template(template, variables, origin).rstrip()
         if not body.strip():
             raise TemplateError(f"{origin}: the {name} section rendered empty")
-        return Section(name, body, origin)
+        return Section(name, body, origin.name)
+
+
+def override_origin(override: TemplateOverride) -> TemplateOrigin:
+    """Where an override's text is, for messages: its file, or its manifest line."""
+    if override.file is not None:
+        return TemplateOrigin.of_file(override.file)
+    if override.manifest is not None:
+        return TemplateOrigin.inline(override.manifest, override.line, override.section)
+    return TemplateOrigin(override.origin)
+
+
+def sample_variables(section: str, identity: str = "") -> dict[str, Any]:
+    """Values of the kind the renderer passes to `section`, for `validate` to render an
+    override once: a template that fails or renders empty on them would fail on a
+    real agent too, and CI should say so before anyone runs it."""
+    samples: dict[str, dict[str, Any]] = {
+        "identity": {
+            "identity": identity.strip() or "You are a careful assistant.",
+            "context_json": '{"project":"example"}',
+        },
+        "tools": {
+            "tools": (
+                ToolEntry("read", "Read a file", "Read a file's contents."),
+                ToolEntry("bash", "", "Run a shell command."),
+            ),
+            "guidelines": ("Use `read` to look at files.",),
+        },
+        "workspace": {
+            "workspace": "/home/user/project",
+            "context_files": (ContextFileView("AGENTS.md", "Run the tests with `make test`."),),
+        },
+        "skills": {
+            "skills": (SkillEntry("fix-workflow", "How bugs are fixed", "skills/fix/SKILL.md"),),
+        },
+        "memory": {
+            "memories": (
+                MemoryEntry("deploy-window", "project", "When deploys happen", "Not on Fridays."),
+            ),
+        },
+    }
+    return samples[section]
+
+
+def sample_render(section: str, text: str, identity: str = "") -> TemplateProblem | None:
+    """Render an override once with `sample_variables`: the problem when it fails or
+    renders empty, else None. Runs within the render budget, so a template that never
+    finishes is reported rather than waited for. `text` passed `template_problems`."""
+    body, problem = try_render(compile_template(text), sample_variables(section, identity))
+    if problem is not None:
+        return problem
+    if not body.strip():
+        return TemplateProblem(1, f"the {section} section renders empty; a section needs text")
+    return None

@@ -12,13 +12,16 @@ override fails in CI, not in the middle of a run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError, TemplateSecurityError
+from assembler.prompt.sandbox import guard_loops, render_within_budget, sandbox_class
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -46,13 +49,11 @@ class TemplateProblem:
 
 @cache
 def environment() -> SandboxedEnvironment:
-    """One sandbox per process; compiled templates are cached by their text."""
+    """One sandbox per process (with a render budget, see `prompt.sandbox`); compiled
+    templates are cached by their text."""
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
-    )
+    return sandbox_class()(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
 
 @cache
@@ -69,27 +70,108 @@ def compile_template(text: str) -> Template:
     from jinja2 import TemplateSyntaxError
 
     try:
-        return environment().from_string(text)
+        return guard_loops(environment(), text)
     except TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error on line {e.lineno}: {e.message}") from e
 
 
-def render_template(template: Template, variables: Mapping[str, Any], origin: str) -> str:
-    """Render in the sandbox; security and undefined-variable failures name `origin`."""
+def render_template(
+    template: Template, variables: Mapping[str, Any], origin: str | TemplateOrigin
+) -> str:
+    """Render in the sandbox, within the render budget. Every failure of the template
+    becomes a `TemplateError` (or `TemplateSecurityError`) naming where it is:
+    `origin`, and the template line when it is known."""
+    where = origin if isinstance(origin, TemplateOrigin) else TemplateOrigin(origin)
+    try:
+        return render_within_budget(template, variables)
+    except Exception as e:
+        raise template_failure(e, where) from e
+
+
+@dataclass(frozen=True)
+class TemplateOrigin:
+    """Where a template's text comes from, for messages: `name` alone (a default
+    template), or a file and the line its text starts on (line 1 of a template file,
+    the line of an inline template in the manifest) and the manifest field."""
+
+    name: str
+    file: str = ""
+    first_line: int = 1
+    field: str = ""
+
+    def at(self, line: int) -> str:
+        """`file:line` of template line `line` (1-based), or the name when unknown."""
+        if not self.file:
+            return f"{self.name}:{line}" if line > 0 else self.name
+        where = f"{self.file}:{self.first_line + max(line, 1) - 1}"
+        return f"{where}: {self.field}" if self.field else where
+
+    def __str__(self) -> str:
+        return self.at(1) if self.file else self.name
+
+    @classmethod
+    def of_file(cls, path: Path) -> TemplateOrigin:
+        return cls(str(path), file=shown_path(path))
+
+    @classmethod
+    def inline(cls, manifest: Path, line: int, section: str) -> TemplateOrigin:
+        field = f"prompt.{section}.template"
+        return cls(f"manifest {field}", shown_path(manifest), max(line, 1), field)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a user reads it in a message: relative to the current directory when
+    inside it (as editors link best), else as given."""
+    try:
+        absolute = path.absolute()
+        return os.path.relpath(absolute) if absolute.is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+def template_failure(error: BaseException, origin: TemplateOrigin) -> TemplateError:
+    """The `TemplateError` for an exception raised while rendering (see `render_template`)."""
+    problem = failure_problem(error)
+    kind = TemplateSecurityError if problem.security else TemplateError
+    return kind(f"{origin.at(problem.line)}: {problem.message}")
+
+
+def try_render(
+    template: Template, variables: Mapping[str, Any]
+) -> tuple[str, TemplateProblem | None]:
+    """Render within the budget; the text, or the problem that stopped it."""
+    try:
+        return render_within_budget(template, variables), None
+    except Exception as e:
+        return "", failure_problem(e)
+
+
+def failure_problem(error: BaseException) -> TemplateProblem:
+    """What went wrong while rendering, on which template line (0 when unknown)."""
     from jinja2 import UndefinedError
     from jinja2.exceptions import SecurityError, TemplateRuntimeError
 
-    try:
-        return template.render(variables)
-    except SecurityError as e:
-        raise TemplateSecurityError(f"{origin}: template refused by the sandbox: {e}") from e
-    except UndefinedError as e:
-        raise TemplateError(f"{origin}: {e}") from e
-    except TemplateRuntimeError as e:
-        raise TemplateError(f"{origin}: {e}") from e
-    except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError) as e:
-        # `{{ 1/0 }}`, `{{ range(10**9) }}`: the template's own mistake, not ours
-        raise TemplateError(f"{origin}: the template failed: {type(e).__name__}: {e}") from e
+    line = _template_line(error)
+    if isinstance(error, SecurityError):
+        return TemplateProblem(line, f"template refused by the sandbox: {error}", security=True)
+    if isinstance(error, TemplateError | UndefinedError | TemplateRuntimeError):
+        return TemplateProblem(line, str(error))  # the render budget, a typo, `raise`
+    if isinstance(error, RecursionError):
+        return TemplateProblem(line, "the template recursed too deeply (a macro calling itself?)")
+    # `{{ 1/0 }}`, `{{ x.y }}` on a string: the template's own mistake, not ours
+    return TemplateProblem(line, f"the template failed: {type(error).__name__}: {error}")
+
+
+def _template_line(error: BaseException) -> int:
+    """The template line being rendered when `error` was raised: Jinja2 rewrites the
+    traceback so that template frames carry the template's own line numbers."""
+    import traceback
+
+    line = 0
+    for frame, number in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == "<template>":
+            line = number
+    return line
 
 
 def template_problems(section: str, text: str) -> list[TemplateProblem]:
@@ -144,13 +226,14 @@ def _private_attributes(tree: Any) -> Iterator[tuple[int, str]]:
             yield int(node.lineno), attribute
 
 
-def check_override(section: str, text: str, origin: str) -> Template:
+def check_override(section: str, text: str, origin: str | TemplateOrigin) -> Template:
     """Compile an override for use, refusing the problems `template_problems` finds."""
+    where = origin if isinstance(origin, TemplateOrigin) else TemplateOrigin(origin)
     problems = template_problems(section, text)
     if problems:
         # A reach for internals is reported as such even when a plain mistake comes first.
         security = [problem for problem in problems if problem.security]
         first = (security or problems)[0]
         error = TemplateSecurityError if first.security else TemplateError
-        raise error(f"{origin}:{first.line}: {first.message}")
+        raise error(f"{where.at(first.line)}: {first.message}")
     return compile_template(text)

@@ -15,7 +15,9 @@ snapshot rather than exceptions: an agent with one broken skill still runs, and
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,8 +25,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from assembler.errors import Issue
+from assembler.manifest.loader import read_template_file
 from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
-from assembler.resources.skills import Skill, discover_skills
+from assembler.resources.skills import Skill, as_skipped, discover_skills
 
 
 @dataclass(frozen=True)
@@ -96,16 +99,17 @@ class ResourceLoader:
         templates: dict[str, TemplateOverride] = {}
         for section, override in self.manifest.prompt.items():
             if override.file is not None:
-                try:
-                    text = override.file.read_text("utf-8")
-                except (OSError, UnicodeDecodeError) as e:
+                roots = (self.manifest.directory, self.manifest.workspace)
+                text, problem = read_template_file(override.file, roots)
+                if text is None:
                     diagnostics.append(
                         Issue(
                             str(override.file),
                             0,
                             0,
                             "warning",
-                            f"template file cannot be read ({e}); using the text read at load",
+                            f"template file cannot be read ({problem}); using the text read "
+                            "at load",
                         )
                     )
                 else:
@@ -118,7 +122,7 @@ class ResourceLoader:
         directories: Sequence[Path] = () if self.flags.no_skills else self.manifest.skills
         existing = []
         for directory in directories:
-            if directory.is_dir():
+            if _is_dir(directory):
                 existing.append(directory)
             else:
                 diagnostics.append(
@@ -127,7 +131,7 @@ class ResourceLoader:
         if not existing and not self.flags.explicit_skills:
             return ()
         skills, issues = discover_skills(existing, explicit=self.flags.explicit_skills)
-        diagnostics.extend(issues)
+        diagnostics.extend(as_skipped(issues))
         return tuple(skills)
 
     def _context_files(self, diagnostics: list[Issue]) -> tuple[ContextFile, ...]:
@@ -136,25 +140,48 @@ class ResourceLoader:
         limit = manifest.limits.context_file_max_bytes
         loaded: list[ContextFile] = []
         for name in manifest.context_files:
-            path = Path(os.path.normpath(workspace / name)).resolve()
+            try:
+                path = Path(os.path.normpath(workspace / name)).resolve()
+            except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
+                reason = "a symbolic link loop" if isinstance(e, RuntimeError) else e.strerror
+                diagnostics.append(
+                    Issue(
+                        name,
+                        0,
+                        0,
+                        "warning",
+                        f"context file cannot be resolved ({reason}); skipped",
+                    )
+                )
+                continue
             if not path.is_relative_to(workspace):
                 diagnostics.append(
                     Issue(name, 0, 0, "warning", "context file is outside the workspace; skipped")
                 )
                 continue
-            if not path.is_file():
+            if not _is_file(path):
                 if manifest.context_files_declared:
                     diagnostics.append(
                         Issue(name, 0, 0, "warning", "context file not found in the workspace")
                     )
                 continue
-            loaded.append(self._read_context_file(name, path, limit, diagnostics))
+            try:
+                loaded.append(self._read_context_file(name, path, limit, diagnostics))
+            except OSError as e:
+                diagnostics.append(
+                    Issue(name, 0, 0, "warning", f"context file cannot be read ({e}); skipped")
+                )
         return tuple(loaded)
 
     def _read_context_file(
         self, name: str, path: Path, limit: int, diagnostics: list[Issue]
     ) -> ContextFile:
-        with path.open("rb") as handle:
+        # Opened without blocking and checked on the descriptor: a FIFO swapped in for
+        # the file after the check above must not hang the build.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
             raw = handle.read(limit + 1)
         truncated = len(raw) > limit
         if truncated:
@@ -186,6 +213,20 @@ class ResourceLoader:
                     )
                 )
         return ContextFile(name, path, text.rstrip("\n"), truncated)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _is_tag_character(char: str) -> bool:

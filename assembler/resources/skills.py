@@ -50,6 +50,9 @@ ALLOWED_FIELDS = ("allowed-tools", "compatibility", "description", "license", "m
 PROFILES = ("lenient", "spec")
 SKILL_FILES = ("SKILL.md", "skill.md")  # the reference accepts the lowercase name too
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+#: Folders one skills directory may hold before the scan stops: `skills: [/]` or `~`
+#: would otherwise walk the whole disk on every `validate`.
+MAX_SCANNED_FOLDERS = 10_000
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,20 @@ def discover_skills(
     for directory in directories:
         run.add(Path(directory), source, explicit=False)
     return tuple(run.skills.values()), tuple(run.issues)
+
+
+def as_skipped(issues: Iterable[Issue]) -> tuple[Issue, ...]:
+    """Skill problems for a run rather than for CI: a skill with an error is left out
+    of the agent, so each error becomes a warning that says so (as pi's loader does).
+    `assemble validate` keeps them errors."""
+    import dataclasses
+
+    return tuple(
+        dataclasses.replace(issue, severity="warning", message=f"{issue.message} (skill skipped)")
+        if issue.severity == "error"
+        else issue
+        for issue in issues
+    )
 
 
 def _display(path: Path, root: Path | None) -> str:
@@ -332,6 +349,7 @@ class _Discovery:
         self.skills: dict[str, Skill] = {}
         self.issues: list[Issue] = []
         self.seen: set[tuple[int, int]] = set()
+        self.scanned = 0  # folders listed under the current skills directory
 
     def fail(self, path: Path, message: str) -> None:
         self.issues.append(Issue(_display(path, self.root), severity="error", message=message))
@@ -354,9 +372,19 @@ class _Discovery:
         elif not stat.S_ISDIR(info.st_mode):
             self.fail(path, "skills directory is not a directory")
         else:
+            self.scanned = 0
             self.walk(path, source)
+            if self.scanned > MAX_SCANNED_FOLDERS:
+                self.fail(
+                    path,
+                    f"skills directory holds more than {MAX_SCANNED_FOLDERS:,} folders; the "
+                    "scan stopped there (point `skills` at the folder that holds the skills)",
+                )
 
     def walk(self, directory: str | Path, source: str) -> None:
+        self.scanned += 1
+        if self.scanned > MAX_SCANNED_FOLDERS:
+            return
         try:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)

@@ -37,10 +37,12 @@ class ToolContext:
 
     `env` is the environment for subprocesses the tool starts: the allowlisted base
     plus the manifest's `tools.env` (`assembler.tools.environment.tool_environment`).
-    `timeout` bounds every call of every built-in tool. While the runner executes a
-    call, `call_id` is the call's id and `emit` sends events to the run's stream
-    before the call ends (a sub-agent's work, as `runner.events.SubagentEvent`s);
-    None when nobody listens.
+    `timeout` bounds every call of every built-in tool. `read_roots` are directories
+    outside the workspace that the file tools may read but never write: the agent's
+    skill directories, since the prompt tells the model to read a skill's file before
+    following it. While the runner executes a call, `call_id` is the call's id and
+    `emit` sends events to the run's stream before the call ends (a sub-agent's work,
+    as `runner.events.SubagentEvent`s); None when nobody listens.
     """
 
     workspace: Path
@@ -50,6 +52,7 @@ class ToolContext:
     env: Mapping[str, str] | None = None
     call_id: str = ""
     emit: Callable[[object], None] | None = None
+    read_roots: tuple[Path, ...] = ()
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

@@ -8,13 +8,15 @@ schemas cannot disagree about which tools exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from assembler.errors import ToolError
 from assembler.text import one_line
 from assembler.tools.base import Tool
+from assembler.tools.builtin.names import BUILTIN_TOOL_NAMES
 
 if TYPE_CHECKING:
     from assembler.messages import ToolSchema
@@ -97,8 +99,14 @@ class ToolRegistry:
             ToolEntry(t.name, one_line(t.snippet, limit=None), t.description)
             for t in self._tools.values()
         )
+        active = set(self._tools)
         guidelines = dedupe_guidelines(
-            [line for t in self._tools.values() for line in t.guidelines]
+            [
+                line
+                for t in self._tools.values()
+                for line in t.guidelines
+                if t.source != "builtin" or names_only_active(line, active)
+            ]
             + list(self._extra_guidelines)
         )
         self._view = (self._version, entries, guidelines)
@@ -117,6 +125,21 @@ class _SourceView(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+_QUOTED = re.compile(r"`([A-Za-z_][A-Za-z0-9_-]*)`")
+
+
+def names_only_active(line: str, active: Collection[str]) -> bool:
+    """Whether every built-in tool `line` names in back-quotes is active.
+
+    A built-in tool's guideline that points at another built-in tool ("use `read`
+    rather than `cat` in `bash`") is shown only when that tool is there too: a prompt
+    must not send the model after a tool it does not have (the `readonly` set has no
+    `bash`). Guidelines from the manifest are shown as written; `validate` warns
+    about the tools they mention.
+    """
+    return all(name in active for name in _QUOTED.findall(line) if name in BUILTIN_TOOL_NAMES)
 
 
 def dedupe_guidelines(lines: Iterable[str]) -> tuple[str, ...]:

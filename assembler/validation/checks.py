@@ -4,7 +4,8 @@ Each check reads the raw document defensively (it also runs when the schema foun
 errors elsewhere, so one run reports every problem) and yields `Issue`s. None of
 them imports, starts or connects to anything: paths are stat-ed, Python files are
 parsed, entry points are read from package metadata, skills and templates are
-parsed as text.
+parsed as text. `ALL_CHECKS` lists them in the order they run; path and tool checks
+live in `validation.paths` and `validation.tool_checks`.
 """
 
 from __future__ import annotations
@@ -12,65 +13,39 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from assembler.errors import Issue, PromptContextError
-from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.manifest.yaml_source import JsonPath
 from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
-from assembler.validation.mentions import line_and_column, tool_mentions
+from assembler.validation.context import (
+    CheckContext,
+    dir_state,
+    display,
+    fmt,
+    is_dir,
+    is_file,
+    items,
+    mapping,
+)
+from assembler.validation.paths import (
+    check_context_files,
+    check_path_names,
+    check_workspace,
+)
+from assembler.validation.tool_checks import (
+    active_tool_names,
+    check_builtin_allow,
+    check_guidelines_without_tools,
+    check_tool_mentions,
+)
 
 EXTENSION_GROUP = "assembler.extensions"
 
-
-@dataclass
-class CheckContext:
-    """What every check needs: the document, where it lives, and how strict to be."""
-
-    path: Path
-    data: Mapping[str, Any]
-    source: SourceMap
-    skills_profile: str = "lenient"
-    explicit_skills: Sequence[Path] = ()
-    skills: tuple[Any, ...] = field(default=())
-    subagent_tools: list[str] = field(default_factory=list)
-    """Tool names the manifest's sub-agents give it (filled by `check_agent_tree`)."""
-
-    @property
-    def base(self) -> Path:
-        return self.path.parent
-
-    def issue(self, path: JsonPath, message: str, severity: str = "error") -> Issue:
-        return self.source.issue(path, message, severity=severity)
-
-    def resolve(self, relative: str) -> Path:
-        return Path(os.path.normpath(self.base / os.path.expanduser(relative)))
-
-    def workspace(self) -> Path:
-        raw = self.data.get("workspace", ".")
-        return self.resolve(raw if isinstance(raw, str) else ".")
-
-    def python_roots(self) -> list[Path]:
-        return [self.base, self.workspace()]
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
-    raw = ctx.data.get("workspace")
-    where = ctx.workspace()
-    if not where.is_dir():
-        state = "is not a directory" if where.exists() else "does not exist"
-        yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {state}")
+__all__ = ["ALL_CHECKS", "CheckContext", "active_tool_names", "check_path_names"]
 
 
 def check_context(ctx: CheckContext) -> Iterator[Issue]:
@@ -111,14 +86,14 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
         at: JsonPath = ("model",)
     elif isinstance(raw, dict) and isinstance(raw.get("provider"), str):
         provider = raw["provider"]
-        options = _mapping(raw.get("options"))
+        options = mapping(raw.get("options"))
         script = raw.get("script") or options.get("script")
         at = ("model", "provider")
     else:
         return
     if provider not in BUILTIN_PROVIDERS:
         known = ", ".join(f"`{p}`" for p in BUILTIN_PROVIDERS)
-        if _items(ctx.data.get("extensions")):
+        if items(ctx.data.get("extensions")):
             yield ctx.issue(
                 at,
                 f"provider `{provider}` is not built in ({known}); an extension must register it",
@@ -126,6 +101,13 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
             )
         else:
             yield ctx.issue(at, f"unknown provider `{provider}`; known providers: {known}")
+    elif isinstance(raw, dict) and "name" not in raw and provider != "scripted":
+        # Without it the run would ask the provider for a model named `openai`.
+        yield ctx.issue(
+            ("model",),
+            f"the model needs a `name` (which {provider} model to use), for example "
+            f"`{{provider: {provider}, name: {_example_model(provider)}}}`",
+        )
     if isinstance(raw, dict):
         yield from _check_tool_choice(ctx, raw.get("tool_choice"))
     if provider == "scripted":
@@ -133,7 +115,7 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
             yield ctx.issue(
                 at, "the `scripted` provider needs a script: `scripted:<file>` or `script:`"
             )
-        elif not ctx.resolve(script).is_file():
+        elif not is_file(ctx.resolve(script)):
             where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
             yield ctx.issue(where, f"script file {script} not found")
 
@@ -145,7 +127,7 @@ def _check_tool_choice(ctx: CheckContext, choice: Any) -> Iterator[Issue]:
     if not isinstance(tool, str):
         return
     names, open_ended = active_tool_names(ctx.data, ctx.subagent_tools)
-    sets = _items(_mapping(ctx.data.get("tools")).get("sets"))
+    sets = items(mapping(ctx.data.get("tools")).get("sets"))
     if open_ended or any(isinstance(s, dict) and "python" in s for s in sets) or tool in names:
         return
     active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
@@ -156,17 +138,20 @@ def _check_tool_choice(ctx: CheckContext, choice: Any) -> Iterator[Issue]:
     )
 
 
+def _example_model(provider: str) -> str:
+    return {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}.get(provider, "NAME")
+
+
 def check_skills(ctx: CheckContext) -> Iterator[Issue]:
-    from assembler.resources.skills import discover_skills
+    from assembler.resources.skills import as_skipped, discover_skills
 
     directories: list[Path] = []
-    for index, raw in enumerate(_items(ctx.data.get("skills"))):
+    for index, raw in enumerate(items(ctx.data.get("skills"))):
         if not isinstance(raw, str) or not raw:  # "" would scan the manifest's directory
             continue
         where = ctx.resolve(raw)
-        if not where.is_dir():
-            state = "is not a directory" if where.exists() else "does not exist"
-            yield ctx.issue(("skills", index), f"skill directory {raw} {state}")
+        if not is_dir(where):
+            yield ctx.issue(("skills", index), f"skill directory {raw} {dir_state(where)}")
             continue
         directories.append(where)
     if not directories and not ctx.explicit_skills:
@@ -178,86 +163,62 @@ def check_skills(ctx: CheckContext) -> Iterator[Issue]:
         display_root=Path.cwd(),
     )
     ctx.skills = tuple(skills)
-    yield from issues
+    # `render` and `run` leave a broken skill out (with a warning) as the resource
+    # loader does; `validate` and the SDK keep it an error, for CI.
+    yield from as_skipped(issues) if ctx.skill_errors == "warning" else issues
 
 
 def check_templates(ctx: CheckContext) -> Iterator[Issue]:
-    from assembler.prompt.templates import SECTION_VARIABLES, template_problems
+    """Each override parses, uses only its section's variables, and renders once with
+    sample values (within the render budget) to something that is not empty."""
+    from assembler.manifest.loader import read_template_file
+    from assembler.prompt.templates import SECTION_VARIABLES
 
-    for section, spec in _mapping(ctx.data.get("prompt")).items():
+    identity = ctx.data.get("identity")
+    for section, spec in mapping(ctx.data.get("prompt")).items():
         if section not in SECTION_VARIABLES or not isinstance(spec, dict):
             continue
         if isinstance(spec.get("template"), str):
             at: JsonPath = ("prompt", section, "template")
-            for problem in template_problems(section, spec["template"]):
-                mark = ctx.source.text_position(at, problem.line, 1)
-                yield Issue(
-                    ctx.source.file, mark.line, mark.column, "error", problem.message, _fmt(at)
-                )
+            for line, message in _template_issues(section, spec["template"], identity):
+                mark = ctx.source.text_position(at, line, 1)
+                yield Issue(ctx.source.file, mark.line, mark.column, "error", message, fmt(at))
         elif isinstance(spec.get("file"), str):
             at = ("prompt", section, "file")
-            file = ctx.resolve(spec["file"])
-            if not _inside_project(ctx, file):
-                yield ctx.issue(
-                    at,
-                    f"template file {spec['file']} is outside the manifest's directory and "
-                    "the workspace; a manifest may only put project files into the prompt",
-                )
+            text, problem = read_template_file(
+                ctx.resolve(spec["file"]), (ctx.base, ctx.workspace())
+            )
+            if text is None:
+                yield ctx.issue(at, f"template file {spec['file']} {problem}")
                 continue
-            try:
-                text = file.read_text("utf-8")
-            except FileNotFoundError:
-                yield ctx.issue(at, f"template file {spec['file']} not found")
-                continue
-            except (OSError, UnicodeDecodeError) as e:
-                yield ctx.issue(at, f"template file {spec['file']} cannot be read: {e}")
-                continue
-            shown = _display(file)
-            for problem in template_problems(section, text):
-                yield Issue(shown, problem.line, 1, "error", problem.message, _fmt(at))
+            shown = display(ctx.resolve(spec["file"]))
+            for line, message in _template_issues(section, text, identity):
+                yield Issue(shown, line, 1, "error", message, fmt(at))
 
 
-def _inside_project(ctx: CheckContext, path: Path) -> bool:
-    resolved = path.resolve()
-    return any(resolved.is_relative_to(root.resolve()) for root in (ctx.base, ctx.workspace()))
+def _template_issues(section: str, text: str, identity: Any) -> list[tuple[int, str]]:
+    """(line, message) of every static problem, or else of rendering it once."""
+    from assembler.prompt.templates import template_problems
 
+    problems = template_problems(section, text)
+    if not problems:
+        # Imported here: the renderer (and the tool registry it draws on) is only
+        # needed by a manifest that overrides a template.
+        from assembler.prompt.renderer import sample_render
 
-def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
-    """Every name in a built-in set's `allow` must belong to the set: a typo there
-    would silently leave the agent without that tool."""
-    import difflib
-
-    from assembler.tools.builtin.names import BUILTIN_SETS
-
-    for index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
-        if (
-            not isinstance(item, dict)
-            or "builtin" not in item
-            or not isinstance(item.get("allow"), list)
-        ):
-            continue
-        raw = item["builtin"]
-        names = raw if isinstance(raw, list) else [raw]
-        members = [m for n in names if isinstance(n, str) for m in BUILTIN_SETS.get(n, (n,))]
-        for position, allowed in enumerate(item["allow"]):
-            if isinstance(allowed, str) and allowed not in members:
-                hint = difflib.get_close_matches(allowed, members, n=1, cutoff=0.6)
-                suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
-                yield ctx.issue(
-                    ("tools", "sets", index, "allow", position),
-                    f"`{allowed}` is not in this set (it has {', '.join(f'`{m}`' for m in members)})"
-                    + suggestion,
-                )
+        failed = sample_render(section, text, identity if isinstance(identity, str) else "")
+        problems = [failed] if failed is not None else []
+    return [(max(problem.line, 1), problem.message) for problem in problems]
 
 
 def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
-    for index, raw in enumerate(_items(ctx.data.get("extensions"))):
+    for index, raw in enumerate(items(ctx.data.get("extensions"))):
         if not isinstance(raw, dict):
             continue
         if isinstance(raw.get("path"), str):
             at: JsonPath = ("extensions", index, "path")
             file = ctx.resolve(raw["path"])
-            if not file.is_file():
+            if not is_file(file):
                 yield ctx.issue(at, f"extension file {raw['path']} not found")
                 continue
             found = check_source(file, "setup", file.stem, allow_async=False)
@@ -286,7 +247,7 @@ def _entry_point_names() -> set[str]:
 
 
 def check_python_tools(ctx: CheckContext) -> Iterator[Issue]:
-    for set_index, item in enumerate(_items(_mapping(ctx.data.get("tools")).get("sets"))):
+    for set_index, item in enumerate(items(mapping(ctx.data.get("tools")).get("sets"))):
         if not isinstance(item, dict) or "python" not in item:
             continue
         entries = item["python"]
@@ -312,14 +273,14 @@ def _resolution_issues(
 
 
 def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
-    tools = _mapping(ctx.data.get("tools"))
-    servers = _mapping(tools.get("servers"))
+    tools = mapping(ctx.data.get("tools"))
+    servers = mapping(tools.get("servers"))
     declared: list[tuple[JsonPath, Mapping[str, Any]]] = [
         (("tools", "servers", name), spec)
         for name, spec in servers.items()
         if isinstance(spec, dict)
     ]
-    for index, item in enumerate(_items(tools.get("sets"))):
+    for index, item in enumerate(items(tools.get("sets"))):
         if isinstance(item, dict) and isinstance(item.get("mcp"), dict):
             declared.append((("tools", "sets", index, "mcp"), item["mcp"]))
     for at, spec in declared:
@@ -328,153 +289,16 @@ def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
             isinstance(command, str)
             and "${" not in command
             and shutil.which(command) is None
-            and not (os.sep in command and ctx.resolve(command).is_file())
+            and not (os.sep in command and is_file(ctx.resolve(command)))
         ):
             yield ctx.issue((*at, "command"), f"command `{command}` not found on PATH", "warning")
         cwd = spec.get("cwd")
-        if isinstance(cwd, str) and not ctx.resolve(cwd).is_dir():
+        if isinstance(cwd, str) and not is_dir(ctx.resolve(cwd)):
             yield ctx.issue((*at, "cwd"), f"directory {cwd} does not exist")
 
 
-def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
-    workspace = ctx.workspace()
-    for index, name in enumerate(_items(ctx.data.get("context_files"))):
-        if isinstance(name, str) and not (workspace / name).is_file():
-            yield ctx.issue(
-                ("context_files", index),
-                f"context file {name} not found in the workspace",
-                "warning",
-            )
-
-
-def active_tool_names(
-    data: Mapping[str, Any], subagents: Sequence[str] = ()
-) -> tuple[set[str], bool]:
-    """The tool names a manifest makes active (with its `subagents`' tool names), and
-    whether more may come at run time (MCP servers and extensions add tools only
-    known once they run)."""
-    from assembler.tools.builtin.names import BUILTIN_SETS
-
-    tools = _mapping(data.get("tools"))
-    sets = tools.get("sets", ["coding"]) if "tools" in data else ["coding"]
-    names: set[str] = set(subagents)
-    open_ended = bool(_items(data.get("extensions")))
-    for item in _items(sets):
-        if isinstance(item, str):
-            names.update(BUILTIN_SETS.get(item, (item,)))
-        elif isinstance(item, dict) and "builtin" in item:
-            raw = item["builtin"]
-            expanded = {
-                n
-                for b in (raw if isinstance(raw, list) else [raw])
-                for n in BUILTIN_SETS.get(b, (b,))
-            }
-            allow = item.get("allow")
-            names.update(expanded & set(allow) if isinstance(allow, list) else expanded)
-        elif isinstance(item, dict) and "python" in item:
-            entries = item["python"] if isinstance(item["python"], list) else [item["python"]]
-            for entry in entries:
-                if isinstance(entry, dict):
-                    names.add(
-                        str(entry.get("name") or str(entry.get("function", "")).rpartition(":")[2])
-                    )
-                elif isinstance(entry, str):
-                    names.add(entry.rpartition(":")[2])
-        elif isinstance(item, dict) and "mcp" in item:
-            open_ended = True
-    memory = _mapping(data.get("memory"))
-    if "memory" in data and _mapping(memory.get("extraction")).get("tool", True):
-        names.add("remember")
-    return names, open_ended
-
-
-def check_tool_mentions(ctx: CheckContext) -> Iterator[Issue]:
-    names, open_ended = active_tool_names(ctx.data, ctx.subagent_tools)
-    active = ", ".join(f"`{n}`" for n in sorted(names)) or "none"
-    later = "; MCP servers or extensions may still add it at run time" if open_ended else ""
-
-    def report(
-        text: str, at: JsonPath, position: Callable[[int, int], tuple[str, int, int]]
-    ) -> Iterator[Issue]:
-        for mention in tool_mentions(text):
-            if mention.name in names:
-                continue
-            line, column = line_and_column(text, mention.offset)
-            file, abs_line, abs_column = position(line + 1, column)
-            yield Issue(
-                file,
-                abs_line,
-                abs_column,
-                "warning",
-                f"mentions tool `{mention.name}`, but no active tool has that name"
-                f" (active: {active}){later}",
-                _fmt(at),
-            )
-
-    def in_manifest(at: JsonPath) -> Callable[[int, int], tuple[str, int, int]]:
-        def position(line: int, column: int) -> tuple[str, int, int]:
-            mark = ctx.source.text_position(at, line, column)
-            return ctx.source.file, mark.line, mark.column
-
-        return position
-
-    identity = ctx.data.get("identity")
-    if isinstance(identity, str):
-        yield from report(identity, ("identity",), in_manifest(("identity",)))
-    tools = _mapping(ctx.data.get("tools"))
-    guideline_lists: list[tuple[JsonPath, Any]] = [
-        (("tools", "guidelines"), tools.get("guidelines"))
-    ]
-    for index, item in enumerate(_items(tools.get("sets"))):
-        if isinstance(item, dict):
-            guideline_lists.append((("tools", "sets", index, "guidelines"), item.get("guidelines")))
-    for at, lines in guideline_lists:
-        for index, text in enumerate(_items(lines)):
-            if isinstance(text, str):
-                yield from report(text, (*at, index), in_manifest((*at, index)))
-    for skill in ctx.skills:
-        text, source = _skill_description(skill)
-
-        def in_skill(line: int, column: int, source: SourceMap = source) -> tuple[str, int, int]:
-            mark = source.text_position(("description",), line, column)
-            return source.file, mark.line, mark.column
-
-        yield from report(text, ("description",), in_skill)
-
-
-def _skill_description(skill: Any) -> tuple[str, SourceMap]:
-    """A skill's description as written in its `SKILL.md`, with positions there
-    (the frontmatter is read again: `Skill` keeps no positions)."""
-    from assembler.errors import ManifestError
-    from assembler.manifest.yaml_source import load_yaml_text
-    from assembler.resources.skills import _read_frontmatter
-
-    shown = _display(skill.path)
-    try:
-        document = load_yaml_text(_read_frontmatter(skill.path, shown), shown, line_offset=1)
-    except ManifestError:
-        return skill.description, SourceMap(shown)
-    raw = document.data.get("description") if isinstance(document.data, dict) else None
-    if not isinstance(raw, str):
-        return skill.description, SourceMap(shown)
-    return raw, document.source
-
-
-def _fmt(path: JsonPath) -> str:
-    from assembler.manifest.yaml_source import format_path
-
-    return format_path(path)
-
-
-def _display(path: Path) -> str:
-    """A path as users want to read it: relative to the current directory if inside."""
-    try:
-        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
-    except (ValueError, OSError):
-        return str(path)
-
-
 ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
+    check_path_names,
     check_workspace,
     check_context,
     check_model,
@@ -486,4 +310,5 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_mcp,
     check_context_files,
     check_tool_mentions,
+    check_guidelines_without_tools,
 )

@@ -8,21 +8,31 @@ from collections.abc import Sequence
 from assembler.errors import Issue
 
 
-def format_text(issues: Sequence[Issue], files: int) -> str:
+def _counted(files: int, skills: int) -> str:
+    """`1 manifest`, `2 skills`, `1 manifest and 2 skills`."""
+    parts = []
+    if files or not skills:
+        parts.append(f"{files} manifest" + ("" if files == 1 else "s"))
+    if skills:
+        parts.append(f"{skills} skill" + ("" if skills == 1 else "s"))
+    return " and ".join(parts)
+
+
+def format_text(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
     lines = [issue.format() for issue in issues]
     errors = sum(1 for i in issues if i.severity == "error")
     warnings = len(issues) - errors
-    noun = "manifest" if files == 1 else "manifests"
+    counted = _counted(files, skills)
     if issues:
-        lines.append(f"{errors} error(s), {warnings} warning(s) in {files} {noun}")
+        lines.append(f"{errors} error(s), {warnings} warning(s) in {counted}")
     else:
-        lines.append(f"{files} {noun} valid")
+        lines.append(f"{counted} valid")
     return "\n".join(lines)
 
 
-def format_json(issues: Sequence[Issue], files: int) -> str:
-    payload = {
-        "files": files,
+def format_json(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
+    payload: dict[str, object] = {"files": files, **({"skills": skills} if skills else {})}
+    payload |= {
         "errors": sum(1 for i in issues if i.severity == "error"),
         "warnings": sum(1 for i in issues if i.severity == "warning"),
         "issues": [
@@ -40,7 +50,7 @@ def format_json(issues: Sequence[Issue], files: int) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-def format_github(issues: Sequence[Issue], files: int) -> str:
+def format_github(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
     """`::error file=...,line=...,col=...::message` lines, which GitHub Actions turns
     into annotations on the pull request's diff."""
     lines = []
@@ -53,7 +63,7 @@ def format_github(issues: Sequence[Issue], files: int) -> str:
         props.append(f"title={_property('assemble validate')}")
         message = issue.message + (f" [{issue.path}]" if issue.path else "")
         lines.append(f"::{issue.severity} {','.join(props)}::{_data(message)}")
-    lines.append(format_text(issues, files).splitlines()[-1])
+    lines.append(format_text(issues, files, skills).splitlines()[-1])
     return "\n".join(lines)
 
 

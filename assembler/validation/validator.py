@@ -8,7 +8,7 @@ manifest that validates is a manifest that loads. It never runs project code: se
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +16,10 @@ from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
 from assembler.validation.agent_tree import ROOT, Lineage, check_agent_tree
-from assembler.validation.checks import ALL_CHECKS, CheckContext
+from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
 from assembler.validation.permissions import check_permissions
+
+SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 SCHEMA_MARKER = "agent.schema.json"
@@ -44,12 +46,14 @@ def validate_file(
     explicit_skills: Sequence[Path] = (),
     display: str | None = None,
     lineage: Lineage = ROOT,
+    skill_errors: str = "error",
 ) -> FileReport:
     """All issues of one manifest: YAML, schema, then the checks beyond the schema.
 
     Sub-agent manifests are validated too, with their own issues; `lineage` is the
     chain of manifests above this one when it is itself a sub-agent.
-    """
+    `skill_errors="warning"` is for `render` and `run`, which leave a broken skill out
+    instead of refusing the whole agent."""
     shown = display or display_path(path)
     parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
     if parsed.document is None:
@@ -71,6 +75,7 @@ def validate_file(
         source=parsed.document.source,
         skills_profile=skills_profile,
         explicit_skills=explicit_skills,
+        skill_errors=skill_errors,
     )
     issues = list(parsed.issues)
     # A value the schema rejected is not checked again (`module: a-b` is not a module
@@ -84,12 +89,16 @@ def validate_file(
             unset_variables=unset_variables,
             skills_profile=skills_profile,
             lineage=lineage,
+            skill_errors=skill_errors,
         )
 
     # sub-agents first: the tool names they give this agent are active tools below
     first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
     for check in (*first, *ALL_CHECKS, check_permissions):
-        issues.extend(i for i in check(context) if i.file != shown or i.path not in rejected)
+        found = [i for i in check(context) if i.file != shown or i.path not in rejected]
+        issues.extend(found)
+        if check is check_path_names:  # a name no file system takes: nothing more to say
+            rejected |= {i.path for i in found}
     unique = sorted(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
     )
@@ -117,10 +126,12 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
     found: list[Path] = []
     issues: list[Issue] = []
     for path in paths:
+        if is_skill_file(path):
+            continue  # validated as a skill (`find_skills`)
         if path.is_dir():
             inside = sorted(_walk_yaml(path))
             manifests = [p for p in inside if _looks_like_manifest(p)]
-            if not manifests:
+            if not manifests and not _holds_skills(path):
                 issues.append(
                     Issue(
                         display_path(path),
@@ -136,6 +147,62 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
         else:
             issues.append(Issue(display_path(path), 0, 0, "error", "no such file or directory"))
     return _unique(found), issues
+
+
+def is_skill_file(path: Path) -> bool:
+    return path.name in SKILL_FILES
+
+
+def find_skills(paths: Iterable[Path]) -> list[Path]:
+    """What on the command line is a skill rather than a manifest: a `SKILL.md`, a
+    skill folder, or a directory of skills that holds no manifest. Skills a manifest
+    declares are validated with that manifest; these are checked on their own."""
+    found: list[Path] = []
+    for path in paths:
+        if is_skill_file(path) or (
+            path.is_dir()
+            and _holds_skills(path)
+            and not any(_looks_like_manifest(p) for p in _walk_yaml(path))
+        ):
+            found.append(path)
+    return _unique(found)
+
+
+def validate_skills(path: Path, *, skills_profile: str = "lenient") -> FileReport:
+    """Every issue of a `SKILL.md`, or of each skill in a folder, by the same rules a
+    manifest's skills are checked with (the Agent Skills specification)."""
+    from assembler.resources.skills import discover_skills
+
+    _, issues = discover_skills(
+        [] if is_skill_file(path) else [path],
+        profile=skills_profile,
+        explicit=[path] if is_skill_file(path) else [],
+        display_root=Path.cwd(),
+    )
+    return FileReport(path, tuple(issues))
+
+
+def count_skills(path: Path) -> int:
+    """How many skills a `find_skills` target holds (for the summary line)."""
+    return 1 if is_skill_file(path) else sum(1 for _ in _skill_folders(path))
+
+
+def _holds_skills(directory: Path) -> bool:
+    """A skill folder, or a directory with one somewhere below it."""
+    return next(_skill_folders(directory), None) is not None
+
+
+def _skill_folders(directory: Path) -> Iterator[str]:
+    """Folders holding a `SKILL.md`; like skill discovery, a skill folder is not
+    searched further and hidden folders are skipped."""
+    for folder, subdirectories, files in os.walk(directory):
+        if any(name in SKILL_FILES for name in files):
+            subdirectories[:] = []
+            yield folder
+        else:
+            subdirectories[:] = [
+                d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED_DIRECTORIES
+            ]
 
 
 def _unique(paths: list[Path]) -> list[Path]:

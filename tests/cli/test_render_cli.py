@@ -169,8 +169,7 @@ def test_prompt_only_is_byte_for_byte_the_first_request_with_python_tools(
         "- quote_fee: Quote the shipping fee in cents.\n"
         "- ship: Ship a paid order.\n"
         "\n"
-        "Guidelines:\n"
-        "- Use `read` instead of `cat`/`head`/`tail` in bash to look at files.\n"
+        "Guidelines:\n"  # no `bash` here, so `read`'s guideline about it is left out
         "- Quote in cents.\n"
         "\n"
         "## workspace\n"
@@ -298,6 +297,8 @@ def test_a_dry_run_imports_spawns_connects_and_writes_nothing(
         "it registers are not shown",
         "dry run: MCP server `sets[2]` is not started in a dry run: its tools are not shown",
         "dry run: MCP server `sets[3]` is not started in a dry run: its tools are not shown",
+        "memory: selection `keyword` depends on the user's message; "
+        '--input "..." shows the memories it would select',
     ]
     assert "\n- quote_fee: Quote the shipping fee in cents.\n" in result.out
     assert "- **pricing**: How prices are set." in result.out
@@ -575,7 +576,8 @@ def test_a_changed_identity_drifts_with_a_diff_naming_the_line(
         "+You are a hasty maintainer of a small Python repository.",
     ]
     assert result.err.splitlines()[-1] == (
-        f"{SNAPSHOT}: the rendered prompt drifted from the snapshot"
+        f"{SNAPSHOT}: the rendered prompt drifted from the snapshot; if the change is "
+        f"intended, rerun with --write {SNAPSHOT} and commit the result"
     )
 
 

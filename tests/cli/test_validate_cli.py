@@ -192,7 +192,7 @@ ONE_ERROR = {
     "duplicate_key": (
         GOOD + "name: again\n",
         "f.yaml:4:1: error: duplicate key 'name' (first defined at line 2); YAML would silently "
-        "keep only the last one",
+        "keep only the last one [name]",
     ),
     "syntax": (
         "version: 1\nname: [unclosed\n",

@@ -2,13 +2,14 @@
 
 Three sources of input: random bytes, random YAML-ish text built from a grammar of
 YAML tokens (keys, `:`, `-`, flow brackets, anchors, aliases, tags, quotes, newlines,
-indentation), and mutations of the real example manifests. Each goes through
-`load_yaml_text`, through `parse_manifest` (as a file) and through `validate_file`,
-which must return a report or raise `ManifestError`, never anything else: a
-traceback in `assemble validate` is a bug.
+indentation), and mutations of the real example manifests and the corpus cases.
+Each goes through `load_yaml_text`, through `parse_manifest` (as a file) and through
+`validate_file`, which must return a report or raise `ManifestError`, never anything
+else: a traceback in `assemble validate` is a bug.
 
-The example counts are small so the whole file runs in a few seconds; set
-`HYPOTHESIS_PROFILE=fuzz-long` to search longer.
+The example counts are small and the seed fixed (`derandomize`), so the whole file
+runs in a few seconds and a failure reproduces; set `HYPOTHESIS_PROFILE=fuzz-long` to
+search longer, with fresh randomness.
 """
 
 from __future__ import annotations
@@ -29,10 +30,15 @@ from assembler.validation.validator import validate_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "agents").glob("*.yaml"))
+CORPUS = REPO / "tests" / "manifest" / "corpus"
+# Text mutations start from the examples and from every corpus case too (issue 11,
+# item 23); `tests/security/test_fuzz_manifests.py` mutates their structure as well.
+SEEDS = [*EXAMPLES, *sorted(CORPUS.glob("*/*.yaml")), *sorted(CORPUS.glob("*/*/agent.yaml"))]
 
 _LONG = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz-long"
 FUZZ = settings(
     max_examples=2000 if _LONG else 150,
+    derandomize=not _LONG,  # a fixed seed in the suite: a failure reproduces
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -61,7 +67,7 @@ yaml_ish = st.lists(st.sampled_from(TOKENS), max_size=60).map("".join)
 
 
 def _mutations() -> st.SearchStrategy[str]:
-    texts = [path.read_text("utf-8") for path in EXAMPLES]
+    texts = [path.read_text("utf-8", "replace") for path in SEEDS]
 
     @st.composite
     def mutate(draw: st.DrawFn) -> str:

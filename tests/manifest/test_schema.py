@@ -4,6 +4,8 @@ messages built from it, and `${VAR}` interpolation where it allows it."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,6 +153,10 @@ def test_assemble_validate_agents_is_clean(
     capsys: pytest.CaptureFixture[str], shipping: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(shipping)
+    # `everything.yaml` runs `mcp-server-time`, installed beside this Python (the test
+    # extra); an unactivated virtual environment does not put it on PATH
+    scripts = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", os.pathsep.join([scripts, os.environ.get("PATH", "")]))
     outcome = assemble(capsys, "validate", "agents/")
     assert outcome.code == 0, outcome.out
     count = len(_example_manifests())

@@ -386,3 +386,19 @@ def test_format_path() -> None:
     assert format_path(("tools", "sets", 0, "allow")) == "tools.sets[0].allow"
     assert format_path(("tools", "servers", "my-server", "url")) == "tools.servers.my-server.url"
     assert format_path(("context", "a b", 2)) == "context['a b'][2]"
+
+
+def test_a_duplicate_key_is_collected_and_reading_goes_on() -> None:
+    """With `collect`, the first value stays, the duplicate is an issue, and what
+    follows is read (so `validate` reports the file's other errors in the same run)."""
+    text = "a: 1\nb: {c: 2}\na: 3\nd: [x]\n"
+    document = load_yaml_text(text, "f.yaml", collect=True)
+    assert document.data == {"a": 1, "b": {"c": 2}, "d": ["x"]}
+    (issue,) = document.issues
+    assert issue.format() == (
+        "f.yaml:3:1: error: duplicate key 'a' (first defined at line 1); YAML would silently "
+        "keep only the last one [a]"
+    )
+    with pytest.raises(ManifestError) as caught:  # without `collect` (a SKILL.md): raised
+        load_yaml_text(text, "f.yaml")
+    assert caught.value.issues == document.issues

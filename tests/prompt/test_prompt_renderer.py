@@ -333,7 +333,7 @@ def test_the_sandbox_refuses_internals_at_render_time_too(monkeypatch: pytest.Mo
     )
     renderer = DynamicPromptRenderer({"tools": TemplateOverride("tools", ESCAPE)})
     with pytest.raises(
-        TemplateSecurityError, match=re.escape("manifest prompt.tools.template: template refused")
+        TemplateSecurityError, match=re.escape("manifest prompt.tools.template:1: template refused")
     ):
         renderer.render(**inputs())
     assert renderer.cache_misses == 0

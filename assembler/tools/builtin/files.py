@@ -48,7 +48,7 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     offset = optional_int(args, "offset") or 1
     limit = optional_int(args, "limit")
-    path = resolve_in_workspace(ctx.workspace, user_path)
+    path = resolve_in_workspace(ctx.workspace, user_path, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     picked = await run_blocking(
         lambda: _read_lines(path, shown, offset, limit, ctx),
@@ -105,7 +105,7 @@ def _read_lines(
 async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     content = require_str(args, "content")
-    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
+    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     data = _encode(content, "content")
 
@@ -131,7 +131,7 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     user_path = require_str(args, "path", allow_empty=False)
     old_text = require_str(args, "old_text", allow_empty=False)
     new_text = require_str(args, "new_text")
-    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True)
+    path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     line = await run_blocking(
         lambda: _edit_file(path, shown, old_text, new_text),
@@ -251,7 +251,7 @@ READ_TOOL = Tool(
     },
     execute=_read,
     snippet="Read a file's contents (text; line ranges with offset/limit)",
-    guidelines=("Use `read` instead of `cat`/`head`/`tail` in bash to look at files.",),
+    guidelines=("Use `read` instead of `cat`/`head`/`tail` in `bash` to look at files.",),
 )
 
 WRITE_TOOL = Tool(
@@ -271,7 +271,10 @@ WRITE_TOOL = Tool(
     },
     execute=_write,
     snippet="Create or overwrite a file (creates parent directories)",
-    guidelines=("Use `write` only for new files or full rewrites; use `edit` for changes.",),
+    guidelines=(
+        "Use `write` only for new files or full rewrites.",
+        "Use `edit` rather than `write` to change part of a file.",
+    ),
 )
 
 EDIT_TOOL = Tool(

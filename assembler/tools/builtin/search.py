@@ -29,7 +29,12 @@ from assembler.tools.arguments import (
     require_str,
 )
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.builtin.workspace import display_path, resolve_in_workspace, workspace_root
+from assembler.tools.builtin.workspace import (
+    containing_root,
+    display_path,
+    resolve_in_workspace,
+    workspace_root,
+)
 from assembler.tools.environment import base_environment
 from assembler.tools.offload import run_blocking
 from assembler.tools.truncate import truncate_output
@@ -49,9 +54,20 @@ WORKER_BOOT = (
 
 
 def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
-    """The workspace root and the resolved `path` argument (default: the workspace)."""
+    """The root the search stays in (the workspace, or the skill directory the path is
+    in) and the resolved `path` argument (default: the workspace)."""
     path = optional_str(args, "path") or "."
-    return workspace_root(ctx.workspace), resolve_in_workspace(ctx.workspace, path)
+    base = resolve_in_workspace(ctx.workspace, path, read_roots=ctx.read_roots)
+    workspace = workspace_root(ctx.workspace)
+    if base.is_relative_to(workspace):
+        return workspace, base
+    return containing_root(base, ctx.read_roots) or base, base
+
+
+def _prefix(root: Path, ctx: ToolContext) -> str:
+    """What goes before a found path's part below `root`, so the model can pass it
+    back: nothing in the workspace, the absolute root in a skill directory outside it."""
+    return "" if root == workspace_root(ctx.workspace) else f"{root}/"
 
 
 def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, Any]) -> ToolResult:
@@ -133,7 +149,8 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         ctx,
         "grep",
     )
-    found: list[str] = answer["found"]
+    prefix = _prefix(root, ctx)
+    found: list[str] = [prefix + line for line in answer["found"]]
     extra: list[str] = []
     if len(found) > limit:
         found = found[:limit]
@@ -158,7 +175,8 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         ctx,
         "find",
     )
-    found: list[str] = answer["paths"]
+    prefix = _prefix(root, ctx)
+    found: list[str] = [prefix + path for path in answer["paths"]]
     count: int = answer["count"]
     extra = []
     if count > limit:
@@ -218,7 +236,10 @@ GREP_TOOL = Tool(
     },
     execute=_grep,
     snippet="Search file contents with a regular expression (path:line: text)",
-    guidelines=("Use `grep` rather than `bash` grep/rg; narrow with `glob` or `path`.",),
+    guidelines=(
+        "Use `grep` to search file contents; narrow a search with its glob or path argument.",
+        "Use `grep` rather than grep/rg in `bash`.",
+    ),
 )
 
 FIND_TOOL = Tool(

@@ -15,6 +15,7 @@ anyway; this guards against mistakes and prompt-injected paths, not a hostile lo
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from assembler.errors import ToolError
@@ -31,7 +32,13 @@ def workspace_root(workspace: Path) -> Path:
     return root
 
 
-def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool = False) -> Path:
+def resolve_in_workspace(
+    workspace: Path,
+    user_path: str,
+    *,
+    for_write: bool = False,
+    read_roots: Sequence[Path] = (),
+) -> Path:
     """Turn a path the model gave into a real path inside `workspace`, or refuse.
 
     Relative paths are taken from the workspace; absolute paths are accepted when they
@@ -40,7 +47,9 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool = F
     workspace (a write through a dangling link would otherwise create a file wherever
     the link points). The returned path has every symlink resolved, so callers open
     exactly the file that was checked. With `for_write`, the path must not be a
-    directory (nor the workspace itself).
+    directory (nor the workspace itself). Without `for_write`, a path inside one of
+    `read_roots` (the skill directories) is accepted too, by the same resolved,
+    component-wise test: a link or `..` leading out of a skill directory is refused.
     """
     root = workspace_root(workspace)
     if not user_path or not user_path.strip():
@@ -53,6 +62,14 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool = F
     resolved = _resolve(candidate, user_path)
 
     if not resolved.is_relative_to(root):
+        reading = containing_root(resolved, read_roots)
+        if reading is not None and not for_write:
+            return resolved
+        if reading is not None:
+            raise ToolError(
+                f"the path {user_path!r} is in the skill directory {reading}, which can be "
+                "read but not changed; only files inside the workspace can be written"
+            )
         raise ToolError(
             f"the path {user_path!r} resolves to {resolved}, which is outside the "
             f"workspace {root}; only files inside the workspace can be used"
@@ -60,6 +77,18 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool = F
     if for_write and (resolved == root or resolved.is_dir()):
         raise ToolError(f"the path {user_path!r} is a directory, not a file")
     return resolved
+
+
+def containing_root(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The first of `roots` (resolved here) that holds the resolved `path`, if any."""
+    for root in roots:
+        try:
+            real = Path(os.path.realpath(root))
+        except (OSError, ValueError):
+            continue
+        if path.is_relative_to(real):
+            return real
+    return None
 
 
 def display_path(workspace: Path, path: Path) -> str:

@@ -1,0 +1,191 @@
+"""The Jinja2 sandbox templates render in, with a budget on what one render may cost.
+
+Jinja2's `SandboxedEnvironment` keeps a template away from Python internals, but not
+from spending: two nested `range(100000)` loops never finish, a macro that calls
+itself twice per level doubles its work per level, `"x" * 10**9` asks for a
+gigabyte. A template override comes from the repository, so a hostile one must not
+hang `validate` or `render`. Every render therefore gets a budget:
+
+- **steps**: loop iterations, calls (macros, methods, `range`) and filter calls
+  together, at most `MAX_STEPS`; a loop's iterable is wrapped when the template is
+  compiled, so a loop that outputs nothing still counts;
+- **time**: at most `MAX_SECONDS` of wall-clock time, checked as steps are counted;
+- **size**: the section's text at most `MAX_OUTPUT_CHARS`; a repetition (`*`), a
+  power, a `%` format or a filter or method argument that would build something
+  larger is refused before it is built.
+
+Running out raises `TemplateError` naming the limit; the renderer adds the template
+and line. The budget is generous for any real prompt: a catalog of 1,000 tools costs
+a few thousand steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from assembler.errors import TemplateError
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+    from jinja2.runtime import Context
+    from jinja2.sandbox import SandboxedEnvironment
+
+MAX_STEPS = 1_000_000
+MAX_SECONDS = 2.0
+MAX_OUTPUT_CHARS = 1_000_000
+MAX_NUMBER_BITS = 100_000
+_CLOCK_EVERY = 1024  # steps between two looks at the clock
+
+#: The global a compiled loop calls to count its iterations (not a section variable:
+#: no template is told about it, and using it only counts more).
+LOOP_GUARD = "assembler_loop_guard"
+
+_LARGE_WIDTH = re.compile(r"\d{7,}")
+
+
+class RenderBudget:
+    """The steps and time one render has left."""
+
+    def __init__(self, steps: int | None = None, seconds: float | None = None) -> None:
+        steps = MAX_STEPS if steps is None else steps
+        seconds = MAX_SECONDS if seconds is None else seconds
+        self.steps_left = steps
+        self.steps = steps
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def tick(self) -> None:
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise TemplateError(
+                f"the template exceeded its render budget of {self.steps:,} loop iterations "
+                "and calls (a loop or macro recursion that never ends?)"
+            )
+        if self.steps_left % _CLOCK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise TemplateError(f"the template exceeded its render budget of {self.seconds:g} s")
+
+
+_BUDGET: ContextVar[RenderBudget | None] = ContextVar("assembler_render_budget", default=None)
+
+
+def _tick() -> None:
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.tick()
+
+
+def _too_large(what: str, size: int) -> TemplateError:
+    return TemplateError(
+        f"the template would build {what} of {size:,} items; a section may hold at most "
+        f"{MAX_OUTPUT_CHARS:,} characters"
+    )
+
+
+def _check_arguments(args: Iterable[Any]) -> None:
+    """An integer argument larger than a section may be (a width, a count) is refused:
+    `center(10**9)` would allocate before any output check could run."""
+    for value in args:
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_OUTPUT_CHARS:
+            raise _too_large("a value", value)
+
+
+def _loop_guard(iterable: Any) -> Iterator[Any]:
+    for item in iterable:
+        _tick()
+        yield item
+
+
+def _guard_filter(function: Callable[..., Any]) -> Callable[..., Any]:
+    # The value filtered comes first, after the context or environment for filters
+    # that take one (`jinja_pass_arg`); the arguments after it are checked.
+    first = 2 if getattr(function, "jinja_pass_arg", None) is not None else 1
+
+    @functools.wraps(function)  # keeps `jinja_pass_arg`, so Jinja still passes it
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        _tick()
+        _check_arguments(args[first:])
+        _check_arguments(kwargs.values())
+        return function(*args, **kwargs)
+
+    return guarded
+
+
+def _sized(value: Any) -> bool:
+    return isinstance(value, str | list | tuple)
+
+
+def sandbox_class() -> type[SandboxedEnvironment]:
+    """The budgeted sandbox; a function so that importing this module stays free of
+    Jinja2 (a manifest without templates to render never pays for it)."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class BudgetedSandbox(SandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "%"})
+
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            self.filters = {name: _guard_filter(f) for name, f in self.filters.items()}
+            self.globals[LOOP_GUARD] = _loop_guard
+
+        def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+            _tick()
+            if obj is not _loop_guard:
+                _check_arguments(args)
+                _check_arguments(kwargs.values())
+            return super().call(context, obj, *args, **kwargs)
+
+        def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+            _tick()
+            if operator == "*":
+                for items, count in ((left, right), (right, left)):
+                    size = len(items) * count if _sized(items) and isinstance(count, int) else 0
+                    if size > MAX_OUTPUT_CHARS:
+                        raise _too_large("a repetition", size)
+            elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+                if right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_NUMBER_BITS:
+                    raise TemplateError(
+                        f"the template would compute a number of about "
+                        f"{left.bit_length() * right:,} bits; refusing"
+                    )
+            elif operator == "%" and isinstance(left, str) and _LARGE_WIDTH.search(left):
+                raise TemplateError("the template formats with a width too large for a prompt")
+            return super().call_binop(context, operator, left, right)
+
+    return BudgetedSandbox
+
+
+def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
+    """Compile `text` with every `for` loop's iterable passed through the loop guard,
+    so each iteration is counted against the render budget."""
+    from jinja2 import nodes
+
+    tree = environment.parse(text)
+    for loop in tree.find_all(nodes.For):
+        line = loop.iter.lineno
+        guard = nodes.Name(LOOP_GUARD, "load", lineno=line)
+        loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=line)
+    tree.set_environment(environment)
+    return environment.from_string(tree)
+
+
+def render_within_budget(template: Template, variables: Any) -> str:
+    """Render with a fresh budget; the output is checked as it is produced."""
+    token = _BUDGET.set(RenderBudget())
+    try:
+        size = 0
+        chunks: list[str] = []
+        for chunk in template.generate(variables):
+            size += len(chunk)
+            if size > MAX_OUTPUT_CHARS:
+                raise TemplateError(
+                    f"the template's output exceeded {MAX_OUTPUT_CHARS:,} characters"
+                )
+            chunks.append(chunk)
+        return "".join(chunks)
+    finally:
+        _BUDGET.reset(token)

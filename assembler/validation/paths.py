@@ -1,0 +1,137 @@
+"""Checks of the paths a manifest names: names the file system can take, the
+workspace, and the project context files.
+
+A name over 255 bytes fails every system call, so it is reported once, at its field,
+and the later checks skip that field (`validator.validate_file`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import Issue
+from assembler.manifest.yaml_source import JsonPath
+from assembler.validation.context import (
+    CheckContext,
+    dir_state,
+    exists,
+    is_dir,
+    is_file,
+    items,
+    mapping,
+)
+
+#: What POSIX file systems allow: a name (one path component) of at most 255 bytes,
+#: a whole path of at most 4,096. Longer ones fail every system call with an error.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+
+
+def path_fields(data: Mapping[str, Any]) -> Iterator[tuple[JsonPath, str]]:
+    """Every manifest value that names a file or directory, with its JSON path."""
+    for key in ("workspace",):
+        if isinstance(data.get(key), str):
+            yield (key,), data[key]
+    for key in ("skills", "context_files"):
+        for index, value in enumerate(items(data.get(key))):
+            if isinstance(value, str):
+                yield (key, index), value
+    for index, extension in enumerate(items(data.get("extensions"))):
+        if isinstance(mapping(extension).get("path"), str):
+            yield ("extensions", index, "path"), extension["path"]
+    model = data.get("model")
+    if isinstance(model, str) and model.startswith("scripted:"):
+        yield ("model",), model.partition(":")[2]
+    script = mapping(model).get("script")
+    if isinstance(script, str):
+        yield ("model", "script"), script
+    for section, spec in mapping(data.get("prompt")).items():
+        if isinstance(mapping(spec).get("file"), str):
+            yield ("prompt", section, "file"), spec["file"]
+    if isinstance(mapping(data.get("memory")).get("store"), str):
+        yield ("memory", "store"), data["memory"]["store"]
+    tools = mapping(data.get("tools"))
+    servers: list[tuple[JsonPath, Any]] = [
+        (("tools", "servers", n), v) for n, v in mapping(tools.get("servers")).items()
+    ]
+    servers += [
+        (("tools", "sets", i, "mcp"), item["mcp"])
+        for i, item in enumerate(items(tools.get("sets")))
+        if isinstance(mapping(item).get("mcp"), dict)
+    ]
+    for at, server in servers:
+        for key in ("cwd", "command"):
+            if isinstance(mapping(server).get(key), str):
+                yield (*at, key), server[key]
+
+
+def check_path_names(ctx: CheckContext) -> Iterator[Issue]:
+    """A name longer than the file system allows is reported once, here, at its field;
+    the checks after this one skip that field (every stat of it would fail)."""
+    for at, value in path_fields(ctx.data):
+        encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
+        longest = max(encoded, key=len)
+        if len(longest) > MAX_NAME_BYTES:
+            shown = longest.decode("utf-8", "replace")
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            yield ctx.issue(
+                at,
+                f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
+                f"at most {MAX_NAME_BYTES} bytes per name",
+            )
+        elif sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
+            yield ctx.issue(at, f"the path is longer than {MAX_PATH_BYTES:,} bytes")
+
+
+def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
+    raw = ctx.data.get("workspace")
+    where = ctx.workspace()
+    if not is_dir(where):
+        yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {dir_state(where)}")
+        return
+    # A workspace is where the file tools may write and `bash` runs: the whole disk or
+    # the home directory is almost surely a mistake (`workspace: /`, `~`).
+    resolved = Path(os.path.realpath(where))
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    if resolved == Path(resolved.anchor) or resolved == home:
+        what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
+        yield ctx.issue(
+            ("workspace",) if raw else (),
+            f"the workspace is {what} ({resolved}): the file tools could then read and change "
+            "every file in it; point `workspace` at the project",
+            "warning",
+        )
+
+
+def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
+    """Declared context files exist; a link that cannot be followed (a loop) is
+    reported even for the default `AGENTS.md`, since `render` and `run` skip it."""
+    workspace = ctx.workspace()
+    declared = "context_files" in ctx.data
+    names = items(ctx.data.get("context_files")) if declared else ["AGENTS.md"]
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        at: JsonPath = (
+            ("context_files", index)
+            if declared
+            else ("workspace",)
+            if "workspace" in ctx.data
+            else ()
+        )
+        path = workspace / name
+        if is_file(path):
+            continue
+        if os.path.islink(path):
+            yield ctx.issue(
+                at,
+                f"context file {name} is a symbolic link that cannot be followed (a loop, or "
+                "a missing target); it is skipped",
+                "warning",
+            )
+        elif declared:
+            state = "is not a regular file" if exists(path) else "not found in the workspace"
+            yield ctx.issue(at, f"context file {name} {state}", "warning")
