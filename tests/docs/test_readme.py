@@ -30,10 +30,10 @@ def assemble_commands() -> list[str]:
     commands = []
     for block in blocks("sh"):
         for raw in block.splitlines():
-            line = raw.split(" #", 1)[0].strip()
-            if "assemble " not in line:
-                continue
-            commands.append("assemble " + line.split("assemble ", 1)[1])
+            for part in raw.split(" #", 1)[0].split("&&"):
+                line = part.strip()
+                if line.startswith("assemble "):
+                    commands.append(line)
     return commands
 
 
@@ -49,9 +49,8 @@ def test_the_readme_shows_the_main_commands() -> None:
 
 def test_the_first_lines_are_the_two_setup_commands() -> None:
     first, second = blocks("sh")[:2]
-    assert (
-        "pip install ." in first and "assemble render --dry-run agents/shipping-fixer.yaml" in first
-    )
+    assert "pip install ." in first and "assemble run /tmp/demo/agents/" in first
+    assert "assemble render --dry-run agents/shipping-fixer.yaml" in first
     assert "pip install -e '.[test]'" in second and "pytest" in second
     ci = (README.parent / ".ci" / "run").read_text()
     assert second.strip() in ci
