@@ -38,6 +38,20 @@ class Preview:
     unknowns: tuple[str, ...] = ()
     memory: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = ()
+    permissions: Mapping[str, object] = field(default_factory=dict)
+    """The effective permission rules, by precedence (deny, ask, allow, default)."""
+
+
+def effective_permissions(manifest: Manifest) -> dict[str, object]:
+    """The manifest's permission rules in the order they are applied (a deny wins,
+    then ask, then allow, then the default), as `render --format json` lists them."""
+    spec = manifest.permissions
+    return {
+        "deny": list(spec.deny),
+        "ask": list(spec.ask),
+        "allow": list(spec.allow),
+        "default": spec.default,
+    }
 
 
 #: Selection strategies whose choice does not depend on the user's message: the
@@ -106,6 +120,7 @@ def preview_dry_run(
         unknowns=tuple(unknowns),
         memory=tuple(_describe(entry) for entry in memory.entries),
         notes=memory_note(manifest, user_input),
+        permissions=effective_permissions(manifest),
     )
 
 
@@ -208,6 +223,7 @@ async def preview_live(
             diagnostics=(*agent.diagnostics, *agent.assembly.poll()),
             memory=tuple(_describe(entry) for entry in selected),
             notes=memory_note(manifest, user_input),
+            permissions=effective_permissions(manifest),
         )
     finally:
         await agent.aclose()

@@ -222,6 +222,7 @@ def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
             for tool in preview.tools
         ],
         "selected_memories": list(preview.memory),
+        "permissions": dict(preview.permissions),
         "unknown": list(preview.unknowns),
         "diagnostics": [issue.format() for issue in preview.diagnostics],
     }

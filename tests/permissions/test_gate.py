@@ -269,3 +269,20 @@ def test_the_shipping_example_protected_by_rules_alone(shipping: Path) -> None:
         cwd=workspace, capture_output=True, check=False,
     )  # fmt: skip
     assert tests.returncode == 0
+
+
+def test_render_json_lists_the_effective_rules(repo_root: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "assembler", "render", "--dry-run", "--format", "json",
+         "agents/shipping-fixer-rules.yaml"],
+        cwd=repo_root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assert json.loads(done.stdout)["permissions"] == {
+        "deny": ["edit(tests/**)"],
+        "ask": [],
+        "allow": ["read", "edit(shipping/**)", "bash(python3 -m unittest *)"],
+        "default": "ask",
+    }
