@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,14 +187,16 @@ def check_trust(
     *,
     include_extensions: bool = True,
     store: TrustStore | None = None,
+    extra: Sequence[ProjectCode] = (),
 ) -> None:
     """Refuse to go on when project code would run in an untrusted directory.
 
     `trust=True` is the caller's explicit decision (`--trust`, or an SDK user who
     knows the code); otherwise the user's trust store decides, then `ask` (an
     interactive question per directory), and without either the answer is no.
+    `extra`: more code that would run on the project's say-so (an eval file's checks).
     """
-    code = project_code(manifest, include_extensions=include_extensions)
+    code = [*project_code(manifest, include_extensions=include_extensions), *extra]
     if not code or trust is True:
         return
     store = store or TrustStore()
