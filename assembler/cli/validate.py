@@ -30,19 +30,25 @@ import click
 def validate(
     paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str
 ) -> None:
-    """Check manifests (files, or directories searched for *.yaml / *.yml manifests).
+    """Check manifests and eval files (files, or directories searched for *.yaml /
+    *.yml manifests and *.eval.yaml files).
 
     Reports every problem of every file as `file:line:col: severity: message
     [json.path]`. Runs no project code, starts no process, opens no socket.
     Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
     """
+    from assembler.eval.load import validate_eval_file
     from assembler.text import terminal_safe, terminal_safe_json
     from assembler.validation.report import FORMATTERS
-    from assembler.validation.validator import find_manifests, validate_file
+    from assembler.validation.validator import find_manifests, is_eval_file, validate_file
 
     files, issues = find_manifests(paths)
     for file in files:
-        issues.extend(validate_file(file, skills_profile=skills_profile).issues)
+        if is_eval_file(file):  # with the agent tree it names
+            issues.extend(validate_eval_file(file).issues)
+        else:
+            issues.extend(validate_file(file, skills_profile=skills_profile).issues)
+    issues = list(dict.fromkeys(issues))  # an agent both named and used by an eval file
     report = FORMATTERS[output_format](issues, len(files))
     # messages quote the manifests, which anyone may have written: never obeyed
     click.echo(terminal_safe_json(report) if output_format == "json" else terminal_safe(report))

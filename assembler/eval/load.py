@@ -29,9 +29,7 @@ from assembler.eval.tasks import Report, build_task, resolve_model
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, load_yaml_file
-from assembler.validation.validator import display_path, validate_file
-
-EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
+from assembler.validation.validator import EVAL_SUFFIXES, display_path, validate_file
 
 
 @dataclass(frozen=True)
