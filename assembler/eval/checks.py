@@ -7,7 +7,9 @@ answer it was not found in), which tools were called and what became of each cal
 
 `command` checks run through the `bash` tool itself, in the task's workspace: the same
 process-group handling (a timeout kills everything the command started) and the same
-environment without credentials as the agent's own commands.
+environment without credentials as the agent's own commands. The temporary
+workspace's path reads `{workspace}` in their output, so results of the same runs
+compare equal wherever they ran.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ async def _command(check: Check, workspace: Path, default_timeout: float) -> tup
     result = await BASH_TOOL.execute({"command": check.argument}, context)
     code = result.details.get("exit_code")
     output = _without_notes(result.content)
+    for shown in {str(workspace.resolve()), str(workspace)}:  # the same on every machine
+        output = output.replace(shown, "{workspace}")
     if result.details.get("timed_out"):
         return False, f"timed out after {timeout:g} s: {_last_line(output)}\n{_tail(output)}"
     if code == 0:

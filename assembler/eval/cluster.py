@@ -99,6 +99,7 @@ class DaskExecutor:
                         n_workers=target,
                         threads_per_worker=1,
                         processes=True,
+                        host="127.0.0.1",  # a scheduler runs what it is sent: never public
                         asynchronous=True,
                         dashboard_address=None,
                         silence_logs=logging.ERROR,
