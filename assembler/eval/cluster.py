@@ -102,7 +102,7 @@ class DaskExecutor:
                         host="127.0.0.1",  # a scheduler runs what it is sent: never public
                         asynchronous=True,
                         dashboard_address=None,
-                        silence_logs=logging.ERROR,
+                        silence_logs=logging.CRITICAL,  # run errors are in the records
                     )
                 client = await _Client(cluster, asynchronous=True)
             else:

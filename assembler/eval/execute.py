@@ -195,7 +195,9 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
                 run.observed.add(event)
         finally:
             run.timings["run"] = time.perf_counter() - mark
+            mark = time.perf_counter()
             await agent.aclose()
+            run.timings["close"] = time.perf_counter() - mark
     end = run.observed.end
     if end is None or end.reason == "error":
         return

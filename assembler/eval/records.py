@@ -73,7 +73,7 @@ class RunRecord:
             return f"the run ended with `{self.reason}`" + (
                 f": {self.message}" if self.message else ""
             )
-        return ""
+        return "" if self.status == "passed" else "did not pass"
 
     def to_dict(self) -> dict[str, Any]:
         return {

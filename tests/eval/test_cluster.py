@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +40,6 @@ def comparable(record: dict) -> dict:
 def test_local_cluster_and_in_process_give_identical_results(
     shipping: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.copytree(REPO / "evals", shipping / "evals")
     file = shipping / "evals" / "shipping.eval.yaml"
     here, there = shipping / "here.jsonl", shipping / "there.jsonl"
     local = assemble(capsys, "eval", str(file), "--trust", "--repeat", "2", "--out", str(here))

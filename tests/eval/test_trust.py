@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ def test_check_commands_need_trust_even_when_the_agent_needs_none(
 def test_the_agent_trees_code_needs_trust_before_any_task(
     shipping: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.copytree(REPO / "evals", shipping / "evals")
     out = shipping / "r.jsonl"
     outcome = assemble(
         capsys, "eval", str(shipping / "evals" / "shipping.eval.yaml"), "--out", str(out)
