@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
-from conftest import Project, answer, call
+from eval_project import Project, answer, call
 
 
 def results(path: Path) -> list[dict]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
-from conftest import Project, answer
+from eval_project import Project, answer
 
 
 def results(path: Path) -> list[dict]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
-from conftest import Project
+from eval_project import Project
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
-from conftest import Project, answer, call
+from eval_project import Project, answer, call
 
 from assembler.eval.cluster import parse_scheduler, probe
 from assembler.version import __version__

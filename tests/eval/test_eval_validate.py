@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from clirun import assemble
-from conftest import Project
+from eval_project import Project
 
 from assembler.eval.load import validate_eval_file
 

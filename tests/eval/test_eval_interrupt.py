@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Project, answer, call
+from eval_project import Project, answer, call
 from procs import live_processes_with
 
 
