@@ -46,19 +46,23 @@ model: scripted:reply.yaml
 workspace: ws
 tools: {sets: [coding]}
 """
-SCRIPT = [
-    {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello"}}]},
-    {"text": "It printed hello.", "usage": {"input_tokens": 900, "output_tokens": 12}},
-]
 
 
-def project(root: Path, tasks: int, files: int = 20) -> Path:
-    """An agent, a workspace of `files` files and an eval file of `tasks` tasks."""
+def script(command: str) -> list[dict[str, object]]:
+    return [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "It printed hello.", "usage": {"input_tokens": 900, "output_tokens": 12}},
+    ]
+
+
+def project(root: Path, tasks: int, files: int = 20, command: str = "echo hello") -> Path:
+    """An agent, a workspace of `files` files and an eval file of `tasks` tasks whose
+    model makes one `bash` call (`command`)."""
     (root / "ws" / "src").mkdir(parents=True)
     for n in range(files):
         (root / "ws" / "src" / f"m{n}.py").write_text(f"VALUE_{n} = {n}\n" * 20)
     (root / "agent.yaml").write_text(AGENT)
-    (root / "reply.yaml").write_text(yaml.safe_dump(SCRIPT))
+    (root / "reply.yaml").write_text(yaml.safe_dump(script(command)))
     checks = [{"command": "test -d src"}, {"tool_called": "bash"}]
     data = {
         "version": 1,
@@ -138,6 +142,12 @@ async def on_cluster(
     return started, rate
 
 
+def manifest_of(runs: list[RunRequest]) -> Manifest:
+    from assembler.validation.load import load_manifest
+
+    return load_manifest(runs[0].manifest)
+
+
 def copy_cost(root: Path, files: int) -> float:
     source = root / f"copy-{files}"
     for n in range(files):
@@ -175,17 +185,21 @@ async def main() -> None:
             )
         report("per task, one at a time", rows)
 
-        rates: dict[tuple[int, int], list[float]] = {}
+        waiting, _ = runs_of(project(root / "w", 40, command="sleep 0.2"), root / "w")
+        rates: dict[str, list[float]] = {}
         for _ in range(3):  # rounds, each configuration once per round
             for count in (10, 50, 200):
                 for lanes in (1, 8):
                     rate = await throughput(runs[:count], manifest, root, lanes)
-                    rates.setdefault((count, lanes), []).append(rate)
-        rows = [
-            (f"{count} tasks, concurrency {lanes}", f"{statistics.median(r):.1f} tasks/s")
-            for (count, lanes), r in rates.items()
-        ]
-        report("in process (one event loop), median of 3", rows)
+                    rates.setdefault(f"{count} tasks, concurrency {lanes}", []).append(rate)
+            for lanes in (1, 8):
+                rate = await throughput(waiting, manifest_of(waiting), root, lanes)
+                rates.setdefault(f"40 tasks waiting 0.2 s, concurrency {lanes}", []).append(rate)
+        rows = []
+        for name, values in rates.items():
+            rate = statistics.median(values)
+            rows.append((name, f"{rate:.1f} tasks/s ({1000 / rate:.1f} ms per task)"))
+        report("in process (one event loop), median of 3 rounds", rows)
 
         rows = []
         for workers in (1, 2, 4, 8):

@@ -14,6 +14,7 @@ compare equal wherever they ran.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,7 +84,8 @@ async def run_checks(
 ) -> list[CheckResult]:
     """Run `checks` in order against the finished run; `before` holds the
     fingerprints `unchanged` compares with."""
-    after = digests(workspace, unchanged_patterns(checks))
+    patterns = unchanged_patterns(checks)
+    after = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
     results = []
     for check in checks:
         if check.kind == "command":

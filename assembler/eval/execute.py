@@ -167,7 +167,7 @@ async def run_task(
             run.error = f"internal error: {type(e).__name__}: {e}"
     finally:
         mark = time.perf_counter()
-        shutil.rmtree(scratch, ignore_errors=True)
+        await _remove(scratch)
         run.timings["cleanup"] = time.perf_counter() - mark
     return run.record()
 
@@ -180,8 +180,13 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
             manifest = load_manifest(request.manifest)
     run.model = model_label(request, manifest)
     mark = time.perf_counter()
-    workspace = copy_workspace(request.workspace or manifest.workspace, scratch)
-    before = digests(workspace, unchanged_patterns(request.task.checks))
+    # File copying and hashing wait on the disk: in a thread, so other runs' models and
+    # commands go on meanwhile (agents are only ever built on this thread).
+    workspace = await asyncio.to_thread(
+        copy_workspace, request.workspace or manifest.workspace, scratch
+    )
+    patterns = unchanged_patterns(request.task.checks)
+    before = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
     run.timings["copy"] = time.perf_counter() - mark
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
@@ -211,6 +216,16 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
         check_timeout=request.check_timeout,
     )
     run.timings["checks"] = time.perf_counter() - mark
+
+
+async def _remove(scratch: Path) -> None:
+    """Remove the copy in a thread; when cancelled again meanwhile (a second Ctrl-C),
+    finish here rather than leave it behind."""
+    try:
+        await asyncio.to_thread(shutil.rmtree, scratch, ignore_errors=True)
+    except asyncio.CancelledError:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
 def _build(request: RunRequest, manifest: Manifest) -> Agent:
