@@ -159,6 +159,7 @@ def _evaluate(file: Path, options: _Options) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        progress.end()
         writer.close()
 
     latest = read_results(out).records

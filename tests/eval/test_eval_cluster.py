@@ -135,6 +135,7 @@ def test_a_scheduler_address_runs_on_that_cluster(project: Project, tmp_path: Pa
         starter.wait(timeout=30)
 
 
+@pytest.mark.slow  # the client tries for its connect timeout (30 s) before giving up
 def test_an_unreachable_scheduler_is_a_usage_error(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -158,3 +159,14 @@ def test_the_worker_probe_names_what_it_cannot_read(tmp_path: Path) -> None:
     answer_ = probe([str(readable), str(tmp_path / "missing.yaml")])
     assert answer_["version"] == __version__
     assert answer_["missing"] == [str(tmp_path / "missing.yaml")]
+
+
+def test_without_dask_the_scheduler_option_names_the_extra(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "assembler.eval.cluster", raising=False)
+    file = project.eval_file([{"id": "t", "prompt": "?"}])
+    outcome = assemble(capsys, "eval", str(file), "--scheduler", "local:2")
+    assert outcome.code == 2
+    assert "pip install 'agent-assembler[dask]'" in outcome.err
