@@ -22,7 +22,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,14 +66,59 @@ def parse_scheduler(text: str) -> str | int:
     return text
 
 
-def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
+# The runs in progress in this worker process, by run id, so `stop_runs` can reach
+# them: Dask cannot interrupt a running function, and a worker that is merely shut
+# down would leave the runs' commands running (they have sessions of their own).
+_RUNNING: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def run_on_worker(payload: dict[str, Any], run_id: str = "") -> dict[str, Any]:
     """What a worker runs for one task run: data in, data out, an event loop of its own."""
     request = RunRequest.from_dict(payload)
     try:
         where = get_worker().address
     except ValueError:  # called outside a worker (tests, a debugger)
         where = f"{socket.gethostname()}:{os.getpid()}"
-    return asyncio.run(run_task(request, worker=where)).to_dict()
+
+    async def tracked() -> RunRecord:
+        task = asyncio.current_task()
+        assert task is not None
+        with _RUNNING_LOCK:
+            _RUNNING[run_id] = (asyncio.get_running_loop(), task)
+        try:
+            return await run_task(request, worker=where)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(run_id, None)
+
+    return asyncio.run(tracked()).to_dict()
+
+
+async def stop_runs(run_ids: Sequence[str], wait: float = 10.0) -> int:
+    """Cancel these runs if this worker has them (each then stops its commands, closes
+    its agent and removes its copy, as on Ctrl-C in process); wait for them to end."""
+    with _RUNNING_LOCK:
+        targets = [_RUNNING[i] for i in run_ids if i in _RUNNING]
+    for loop, task in targets:
+        loop.call_soon_threadsafe(task.cancel)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        with _RUNNING_LOCK:
+            if not any(i in _RUNNING for i in run_ids):
+                break
+        await asyncio.sleep(0.05)
+    return len(targets)
+
+
+def dask_setup(worker: object) -> None:
+    """Run in each `local:N` worker process as it starts (Dask's preload hook): Ctrl-C
+    in a terminal reaches the whole process group, and the client alone answers it,
+    stopping the runs on the workers in order (`stop_runs`) before closing them; a
+    worker interrupted by itself would only print a traceback and leave its runs'
+    commands behind."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def probe(paths: Sequence[str]) -> dict[str, Any]:
@@ -87,6 +135,7 @@ class DaskExecutor:
         self.cluster = cluster
         self.manifest = manifest
         self.slots = 1
+        self._in_flight: set[str] = set()
 
     @classmethod
     async def start(cls, scheduler: str, manifest: Manifest, paths: Sequence[Path]) -> DaskExecutor:
@@ -97,6 +146,7 @@ class DaskExecutor:
                 with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
                     cluster = await _LocalCluster(
                         n_workers=target,
+                        preload=["assembler.eval.cluster"],  # dask_setup, below
                         threads_per_worker=1,
                         processes=True,
                         host="127.0.0.1",  # a scheduler runs what it is sent: never public
@@ -141,27 +191,39 @@ class DaskExecutor:
         self.slots = max(1, sum(threads.values()))
 
     async def run(self, request: RunRequest) -> RunRecord:
+        run_id = f"assemble-eval-{request.task.id}-{request.repeat}-{uuid.uuid4().hex[:8]}"
         future = self.client.submit(
-            run_on_worker,
-            request.to_dict(),
-            key=f"assemble-eval-{request.task.id}-{request.repeat}-{uuid.uuid4().hex[:8]}",
-            pure=False,
+            run_on_worker, request.to_dict(), run_id, key=run_id, pure=False
         )
         checks = sum(1 for c in request.task.checks if c.kind == "command")
         deadline = request.timeout + checks * request.check_timeout + SLACK
+        self._in_flight.add(run_id)
         try:
             data = await asyncio.wait_for(_result(future), deadline)
-        except KilledWorker as e:
-            return self._error(request, f"the worker process running this task died ({e})")
-        except TimeoutError:
-            await self._cancel(future)
-            return self._error(request, f"no result from the cluster within {deadline:g} s")
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # Ctrl-C: `aclose` stops it on its worker
             await self._cancel(future)
             raise
+        except KilledWorker as e:
+            self._in_flight.discard(run_id)
+            return self._error(request, f"the worker process running this task died ({e})")
+        except TimeoutError:
+            await self._stop([run_id])
+            await self._cancel(future)
+            return self._error(request, f"no result from the cluster within {deadline:g} s")
         except Exception as e:  # the cluster failed this run; the evaluation goes on
+            self._in_flight.discard(run_id)
             return self._error(request, f"cluster error: {type(e).__name__}: {e}")
+        self._in_flight.discard(run_id)
         return RunRecord.from_dict(data)
+
+    async def _stop(self, run_ids: list[str]) -> None:
+        """Stop runs on whichever worker has them (best effort: a worker may be gone)."""
+        for run_id in run_ids:
+            self._in_flight.discard(run_id)
+        try:
+            await asyncio.wait_for(self.client.run(stop_runs, run_ids), 30)
+        except Exception:
+            return
 
     def _error(self, request: RunRequest, message: str) -> RunRecord:
         return RunRecord(
@@ -183,6 +245,8 @@ class DaskExecutor:
 
     async def aclose(self) -> None:
         try:
+            if self._in_flight:  # interrupted: stop what still runs on the workers
+                await self._stop(sorted(self._in_flight))
             await self.client.close()
         finally:
             if self.cluster is not None:

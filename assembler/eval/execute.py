@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -31,7 +30,13 @@ from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
 from assembler.eval.spec import RunRequest
-from assembler.eval.workspace import copy_workspace, digests, rebase
+from assembler.eval.workspace import (
+    copy_workspace,
+    digests,
+    rebase,
+    scratch_directory,
+    sweep_stale,
+)
 from assembler.manifest.model import Manifest
 from assembler.messages import Usage
 from assembler.runner.events import (
@@ -153,7 +158,8 @@ async def run_task(
     per evaluation); without it, it is loaded from `request.manifest`.
     """
     run = _Run(request, worker, model=request.model or "")
-    scratch = Path(tempfile.mkdtemp(prefix="assemble-eval-"))
+    _sweep_once()
+    scratch = scratch_directory()
     try:
         try:
             await _attempt(run, scratch, manifest)
@@ -216,6 +222,17 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
         check_timeout=request.check_timeout,
     )
     run.timings["checks"] = time.perf_counter() - mark
+
+
+_swept = threading.Event()
+
+
+def _sweep_once() -> None:
+    """The first run in a process removes copies that dead processes of this host left
+    behind (a killed Dask worker cannot clean up; its replacement does)."""
+    if not _swept.is_set():
+        _swept.set()
+        sweep_stale()
 
 
 async def _remove(scratch: Path) -> None:

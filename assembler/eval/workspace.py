@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import socket
 import stat
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +28,46 @@ from assembler.manifest.model import Manifest
 from assembler.permissions.path_patterns import PathPattern
 
 _CHUNK = 1 << 20
+SCRATCH_PREFIX = "assemble-eval-"
+
+
+def scratch_directory() -> Path:
+    """A new private temporary directory for one run's copy, named for this host and
+    process (`assemble-eval-HOST-PID-xxxxxxxx`), so that `sweep_stale` can tell a copy
+    whose process was killed before it could remove it."""
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{_host()}-{os.getpid()}-"))
+
+
+def sweep_stale(root: Path | None = None) -> int:
+    """Remove the copies that processes of this host left when they died (a Dask
+    worker killed mid-run); copies of live processes and other hosts are left alone."""
+    removed = 0
+    base = root or Path(tempfile.gettempdir())
+    prefix = f"{SCRATCH_PREFIX}{_host()}-"
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(prefix) and e.is_dir()]
+    except OSError:
+        return 0
+    for entry in entries:
+        pid = entry.name[len(prefix) :].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
 
 
 def copy_workspace(source: Path, scratch: Path) -> Path:

@@ -73,3 +73,39 @@ def test_sigint_keeps_the_recorded_runs_and_the_same_command_resumes(
     assert sorted(r["task"] for r in records) == [
         "quick-1", "quick-2", "quick-3", "slow-1", "slow-2",
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_local_cluster_stops_the_runs_on_the_workers(
+    project: Project, tmp_path: Path
+) -> None:
+    """Ctrl-C in a terminal signals the whole process group, workers included: the
+    client alone answers, stopping the runs on the workers before closing them."""
+    slow = project.script("slow", [call("bash", command="sleep 30.6217"), answer("Slept.")])
+    file = project.eval_file([{"id": f"slow-{n}", "prompt": "?", "model": slow} for n in (1, 2, 3)])
+    out = project.root / "r.jsonl"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONUTF8": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assembler", "eval", str(file), "--out", str(out),
+         "--scheduler", "local:2"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, as a terminal gives it
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while len(live_processes_with("sleep 30.6217")) < 2:  # both workers busy
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the runs never started"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "interrupted: 0 of 3 run(s) finished and recorded" in stderr
+    assert live_processes_with("sleep 30.6217") == []
+    assert list(scratch.glob("assemble-eval-*")) == []

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from assembler.eval.records import RunRecord
 from assembler.eval.summary import format_summary, percentile
-from assembler.eval.workspace import copy_workspace, differences, digests, rebase
+from assembler.eval.workspace import (
+    SCRATCH_PREFIX,
+    copy_workspace,
+    differences,
+    digests,
+    rebase,
+    scratch_directory,
+    sweep_stale,
+)
 from assembler.permissions.path_patterns import compile_path_pattern
 from assembler.validation.load import load_manifest
 
@@ -108,3 +120,22 @@ def test_the_summary_table() -> None:
         "ERROR slow#1: boom",
     ]
     assert format_summary([]) == "no runs recorded"
+
+
+def test_copies_left_by_dead_processes_of_this_host_are_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    mine = scratch_directory()
+    assert mine.parent == tmp_path and f"-{os.getpid()}-" in mine.name
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = Path(str(mine).replace(f"-{os.getpid()}-", f"-{dead.pid}-"))
+    left.mkdir()
+    (left / "ws").mkdir()
+    elsewhere = tmp_path / f"{SCRATCH_PREFIX}otherhost-{dead.pid}-abcdefgh"
+    elsewhere.mkdir()
+    assert sweep_stale() == 1
+    assert not left.exists()
+    assert mine.exists() and elsewhere.exists()
