@@ -114,12 +114,20 @@ def _evaluate(file: Path, options: _Options) -> int:
         session_directory,
     )
     from assembler.eval.load import load_eval
-    from assembler.eval.plan import Selection, check_resumable, pending, plan_runs
+    from assembler.eval.plan import (
+        Selection,
+        check_resumable,
+        parse_scheduler,
+        pending,
+        plan_runs,
+    )
     from assembler.eval.progress import Progress
     from assembler.eval.records import ResultsWriter, read_results
     from assembler.eval.summary import format_summary
     from assembler.trust import check_trust
 
+    if options.scheduler is not None:
+        parse_scheduler(options.scheduler)  # a misspelt option fails before anything runs
     report = load_eval(file)
     for issue in report.issues:
         click.echo(terminal_safe(issue.format()), err=True)

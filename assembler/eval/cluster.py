@@ -36,6 +36,7 @@ from distributed import Client, KilledWorker, LocalCluster, get_worker
 
 from assembler.errors import UsageError
 from assembler.eval.execute import model_label, run_task
+from assembler.eval.plan import parse_scheduler
 from assembler.eval.records import RunRecord
 from assembler.eval.spec import RunRequest
 from assembler.manifest.model import Manifest
@@ -49,21 +50,6 @@ _LocalCluster: Any = LocalCluster
 #: Seconds a run may take on the cluster beyond its own limits (copying, queueing).
 SLACK = 120.0
 _CONNECT_TIMEOUT = 30.0
-
-
-def parse_scheduler(text: str) -> str | int:
-    """`local:N` gives N (worker processes); an address is returned as it is."""
-    if text.startswith("local:"):
-        count = text.removeprefix("local:")
-        if not count.isdigit() or int(count) < 1:
-            raise UsageError(f"--scheduler {text}: `local:N` needs a number of workers, N >= 1")
-        return int(count)
-    if "://" not in text:
-        raise UsageError(
-            f"--scheduler {text}: expected a scheduler address such as tcp://HOST:8786, "
-            "or local:N for N worker processes on this machine"
-        )
-    return text
 
 
 # The runs in progress in this worker process, by run id, so `stop_runs` can reach

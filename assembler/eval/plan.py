@@ -5,6 +5,7 @@ repeats 1..N, and the model of each run is resolved here once: `--model`, else t
 task's, else the file's default, else the manifest's. Resuming skips pairs already
 recorded (`--rerun-failed`: unless they did not pass); a results file written with
 another model for the same task is refused rather than mixed into one pass rate.
+`parse_scheduler` reads `--scheduler`, so a misspelt one fails before anything runs.
 """
 
 from __future__ import annotations
@@ -105,3 +106,18 @@ def check_resumable(
                 f"would use {expected}; pass another --out to compare them "
                 "(then `assemble eval --compare`)"
             )
+
+
+def parse_scheduler(text: str) -> str | int:
+    """`local:N` gives N (worker processes); an address is returned as it is."""
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise UsageError(f"--scheduler {text}: `local:N` needs a number of workers, N >= 1")
+        return int(count)
+    if "://" not in text:
+        raise UsageError(
+            f"--scheduler {text}: expected a scheduler address such as tcp://HOST:8786, "
+            "or local:N for N worker processes on this machine"
+        )
+    return text

@@ -13,7 +13,8 @@ import pytest
 from clirun import assemble
 from eval_project import Project, answer, call
 
-from assembler.eval.cluster import parse_scheduler, probe
+from assembler.eval.cluster import probe
+from assembler.eval.plan import parse_scheduler
 from assembler.version import __version__
 
 REPO = Path(__file__).resolve().parents[2]
