@@ -37,7 +37,9 @@ class _Options:
     type=click.IntRange(min=1),
     help="Task runs at once (default 4 in process; the cluster's worker threads with --scheduler).",
 )
-@click.option("--only", multiple=True, metavar="GLOB", help="Only the tasks whose id matches.")
+@click.option(
+    "--only", multiple=True, metavar="GLOB", help="Only the tasks whose id matches (repeatable)."
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
