@@ -151,7 +151,6 @@ def _evaluate(file: Path, options: _Options) -> int:
     note = _start_note(len(runs), len(todo), recorded.unreadable, out)
     try:
         if todo:
-            writer.open()
             progress.begin(len(todo), note)
             asyncio.run(
                 evaluate(

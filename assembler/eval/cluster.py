@@ -138,6 +138,8 @@ class DaskExecutor:
                         host="127.0.0.1",  # a scheduler runs what it is sent: never public
                         asynchronous=True,
                         dashboard_address=None,
+                        # its metrics server on a free loopback port, no dashboard
+                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                         silence_logs=logging.CRITICAL,  # run errors are in the records
                     )
                 client = await _Client(cluster, asynchronous=True)

@@ -94,7 +94,8 @@ async def evaluate(
     progress: Progress,
     tally: Tally | None = None,
 ) -> None:
-    """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it."""
+    """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
+    the results file is opened once the executor is ready."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     if scheduler is None:
@@ -112,6 +113,7 @@ async def evaluate(
         cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths))
         executor, lanes = cluster, concurrency or cluster.slots
     try:
+        writer.open()  # once there is somewhere to run: no empty file for a failed start
         await drive(
             runs, executor, concurrency=lanes, writer=writer, progress=progress, tally=tally
         )

@@ -141,9 +141,13 @@ def test_an_unreachable_scheduler_is_a_usage_error(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     file = project.eval_file([{"id": "t", "prompt": "?"}])
-    outcome = assemble(capsys, "eval", str(file), "--scheduler", "tcp://127.0.0.1:9")
+    out = project.root / "r.jsonl"
+    outcome = assemble(
+        capsys, "eval", str(file), "--out", str(out), "--scheduler", "tcp://127.0.0.1:9"
+    )
     assert outcome.code == 2
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in outcome.err
+    assert not out.exists()
 
 
 def test_scheduler_spellings() -> None:
@@ -168,6 +172,8 @@ def test_without_dask_the_scheduler_option_names_the_extra(
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if it were not installed
     monkeypatch.delitem(sys.modules, "assembler.eval.cluster", raising=False)
     file = project.eval_file([{"id": "t", "prompt": "?"}])
-    outcome = assemble(capsys, "eval", str(file), "--scheduler", "local:2")
+    out = project.root / "r.jsonl"
+    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--scheduler", "local:2")
     assert outcome.code == 2
     assert "pip install 'agent-assembler[dask]'" in outcome.err
+    assert not out.exists()

@@ -243,7 +243,9 @@ def test_output_without_a_terminal_is_one_line_per_run_then_the_summary(
     assert lines[-1] == f"results: {out}"
 
 
-def test_exit_2_on_usage_errors(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_exit_2_on_usage_errors(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = project.root / "bad.eval.yaml"
     bad.write_text("version: 1\nagent: agent.yaml\ntasks:\n  - id: x\n    promt: hi\n")
     outcome = assemble(capsys, "eval", str(bad))
@@ -253,6 +255,7 @@ def test_exit_2_on_usage_errors(project: Project, capsys: pytest.CaptureFixture[
     assert assemble(capsys, "eval").code == 2
     assert assemble(capsys, "eval", str(project.root / "none.eval.yaml")).code == 2
     good = project.eval_file([{"id": "x", "prompt": "hi"}])
+    monkeypatch.chdir(project.root)  # where a default results file would go
     outcome = assemble(capsys, "eval", str(good), "--only", "nothing*")
     assert outcome.code == 2
     assert "--only 'nothing*' matches no task (tasks: x)" in outcome.err
@@ -260,6 +263,7 @@ def test_exit_2_on_usage_errors(project: Project, capsys: pytest.CaptureFixture[
     assert outcome.code == 2
     assert "local:N" in outcome.err
     assert assemble(capsys, "eval", str(good), "--rerun-failed").code == 2
+    assert not (project.root / "eval-results").exists()  # nothing ran, nothing written
 
 
 def test_an_invalid_agent_stops_before_any_task(
