@@ -187,6 +187,7 @@ def check_trust(
     include_extensions: bool = True,
     store: TrustStore | None = None,
     children: Sequence[tuple[str, Manifest]] = (),
+    extra: Sequence[ProjectCode] = (),
 ) -> None:
     """Refuse to go on when project code would run in an untrusted directory.
 
@@ -195,10 +196,11 @@ def check_trust(
     interactive question per directory), and without either the answer is no.
     `children` are the sub-agents below the manifest (path, manifest): their code is
     listed with the parent's, so one question per directory covers the whole team.
+    `extra`: more code that would run on the project's say-so (an eval file's checks).
     """
     if trust is True:
         return
-    code = project_code(manifest, include_extensions=include_extensions)
+    code = [*project_code(manifest, include_extensions=include_extensions), *extra]
     for path, child in children:
         code.extend(
             ProjectCode(f"sub-agent {path}: {item.description}", item.root)

@@ -81,9 +81,9 @@ def repo_root() -> Path:
 
 @pytest.fixture
 def shipping(tmp_path: Path) -> Path:
-    """A private copy of `agents/` and `examples/`, so a run may edit the example."""
+    """A private copy of `agents/`, `examples/` and `evals/`, so a run may edit the example."""
     root = tmp_path / "project"
-    for name in ("agents", "examples", "schemas"):
+    for name in ("agents", "examples", "schemas", "evals"):
         shutil.copytree(
             REPO / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
         )

@@ -32,33 +32,38 @@ import click
 def validate(
     paths: tuple[Path, ...], output_format: str, strict: bool, skills_profile: str
 ) -> None:
-    """Check manifests (files, or directories searched for *.yaml / *.yml manifests),
-    and skills: a SKILL.md, a skill folder, or a directory of skills.
+    """Check manifests and eval files (files, or directories searched for *.yaml /
+    *.yml manifests and *.eval.yaml files), and skills: a SKILL.md, a skill folder, or
+    a directory of skills.
 
     Reports every problem of every file as `file:line:col: severity: message
     [json.path]`. Runs no project code, starts no process, opens no socket.
     Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
     """
+    from assembler.eval.load import validate_eval_file
     from assembler.text import terminal_safe, terminal_safe_json
     from assembler.validation.report import FORMATTERS
     from assembler.validation.validator import (
         count_skills,
         find_manifests,
         find_skills,
+        is_eval_file,
         validate_file,
         validate_skills,
     )
 
     files, issues = find_manifests(paths)
-    seen = set(issues)  # a sub-agent is validated with its parent and on its own:
-    for file in files:  # each issue is reported once
-        for issue in validate_file(file, skills_profile=skills_profile).issues:
-            if issue not in seen:
-                seen.add(issue)
-                issues.append(issue)
+    for file in files:
+        if is_eval_file(file):  # with the agent tree it names
+            issues.extend(validate_eval_file(file).issues)
+        else:
+            issues.extend(validate_file(file, skills_profile=skills_profile).issues)
     skills = find_skills(paths)
     for skill in skills:
         issues.extend(validate_skills(skill, skills_profile=skills_profile).issues)
+    # a sub-agent, or an agent an eval file uses, is validated more than once: each
+    # issue is reported once
+    issues = list(dict.fromkeys(issues))
     counted = sum(count_skills(skill) for skill in skills)
     report = FORMATTERS[output_format](issues, len(files), counted)
     # messages quote the manifests, which anyone may have written: never obeyed

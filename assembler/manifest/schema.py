@@ -43,12 +43,13 @@ def _validator() -> Any:
     return Draft202012Validator(schema())
 
 
-def schema_issues(data: Any, source: SourceMap) -> list[Issue]:
-    """Every schema violation in `data`, positioned and worded for people."""
-    if conforms(data, schema()) is True:
+def schema_issues(data: Any, source: SourceMap, *, validator: Any = None) -> list[Issue]:
+    """Every schema violation in `data`, positioned and worded for people; `validator`
+    is another schema's compiled validator (the eval file's), the manifest's by default."""
+    if validator is None and conforms(data, schema()) is True:
         return []  # valid, and jsonschema (a third of a command's start-up) not imported
     by_place: dict[tuple[int, int, str, str], Issue] = {}
-    for error in _validator().iter_errors(data):
+    for error in (validator or _validator()).iter_errors(data):
         for issue in _describe(error, source):
             # Each missing key is its own issue, although all sit at the mapping.
             missing = issue.message if issue.message.startswith(_MISSING) else ""

@@ -62,6 +62,12 @@ BASE_VARIABLES_WINDOWS = (
 )
 BASE_VARIABLES = BASE_VARIABLES_WINDOWS if sys.platform == "win32" else BASE_VARIABLES_POSIX
 
+#: Set for every tool command unless the manifest passes or sets another value: Python
+#: writes no `__pycache__` into the workspace, so an agent running tests leaves the
+#: tree as it found it (a diff, or an evaluation's `unchanged` check, sees only what
+#: the agent meant to change).
+TOOL_DEFAULTS = {"PYTHONDONTWRITEBYTECODE": "1"}
+
 #: Credentials the assembler itself reads.
 PROVIDER_CREDENTIALS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 
@@ -114,6 +120,7 @@ def tool_environment(
     """
     exclude = frozenset(name.upper() for name in (*PROVIDER_CREDENTIALS, *also_secret))
     env = base_environment(parent)
+    env.update(TOOL_DEFAULTS)
     env.update(_matching(parent, tuple(passthrough), exclude=exclude))
     env.update(assigned or {})
     return env

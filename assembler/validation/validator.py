@@ -22,6 +22,7 @@ from assembler.validation.permissions import check_permissions
 SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
+EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 SCHEMA_MARKER = "agent.schema.json"
 _SKIPPED_DIRECTORIES = {"node_modules", "__pycache__", "venv"}
 
@@ -120,6 +121,7 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
     A file named on the command line is always a manifest. Inside a directory, a
     `*.yaml`/`*.yml` file is one when it declares our schema on its first lines or
     has a top-level `identity:` key; other YAML (CI files, model scripts) is skipped.
+    Eval files (`*.eval.yaml`) are always taken; `is_eval_file` tells them apart.
     Hidden directories, `node_modules` and virtual environments are not searched.
     A file reached twice (`agents/` and `agents/a.yaml`) is validated once.
     """
@@ -130,7 +132,7 @@ def find_manifests(paths: Iterable[Path]) -> tuple[list[Path], list[Issue]]:
             continue  # validated as a skill (`find_skills`)
         if path.is_dir():
             inside = sorted(_walk_yaml(path))
-            manifests = [p for p in inside if _looks_like_manifest(p)]
+            manifests = [p for p in inside if is_eval_file(p) or _looks_like_manifest(p)]
             if not manifests and not _holds_skills(path):
                 issues.append(
                     Issue(
@@ -203,6 +205,12 @@ def _skill_folders(directory: Path) -> Iterator[str]:
             subdirectories[:] = [
                 d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED_DIRECTORIES
             ]
+
+
+def is_eval_file(path: Path) -> bool:
+    """`*.eval.yaml`: an evaluation for `assemble eval`, checked by `assembler.eval`
+    (against its own schema, with the agent tree it names), not as a manifest."""
+    return path.name.endswith(EVAL_SUFFIXES)
 
 
 def _unique(paths: list[Path]) -> list[Path]:

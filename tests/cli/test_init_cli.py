@@ -105,9 +105,6 @@ def test_the_coding_template_has_a_context_file_a_skill_and_an_eval(tmp_path: Pa
     assert "AGENTS.md" in replies[-1]["text"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="eval files are validated once `assemble eval` (issue 17) is merged"
-)
 def test_the_whole_coding_project_validates_eval_file_included(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,7 +14,7 @@ from procs import live_processes_with
 
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.builtin.bash import BASH_TOOL
-from assembler.tools.environment import is_secret_name, tool_environment
+from assembler.tools.environment import TOOL_DEFAULTS, is_secret_name, tool_environment
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="scans /proc")
 
@@ -200,5 +200,5 @@ def test_ordinary_names(name: str) -> None:
 
 def test_tool_environment_returns_a_filtered_copy() -> None:
     env = {"PATH": "/bin", "OPENAI_API_KEY": "x", "X_TOKEN": "y"}
-    assert tool_environment(env, passthrough=["*"]) == {"PATH": "/bin"}
+    assert tool_environment(env, passthrough=["*"]) == {"PATH": "/bin", **TOOL_DEFAULTS}
     assert env["OPENAI_API_KEY"] == "x"

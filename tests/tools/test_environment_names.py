@@ -6,6 +6,7 @@ import pytest
 
 from assembler.mcp.environment import server_environment
 from assembler.tools.environment import (
+    TOOL_DEFAULTS,
     base_environment,
     is_secret_name,
     tool_environment,
@@ -37,7 +38,8 @@ def test_ordinary_variables_pass(name: str) -> None:
 def test_the_manifests_own_key_variable_is_removed_whatever_its_name() -> None:
     env = {"PATH": "/bin", "MY_PROXY_CREDS_VAR": "sk-x"}
     assert tool_environment(env, passthrough=["MY_*"], also_secret=["MY_PROXY_CREDS_VAR"]) == {
-        "PATH": "/bin"
+        "PATH": "/bin",
+        **TOOL_DEFAULTS,
     }
 
 
@@ -53,7 +55,7 @@ PARENT = {
 def test_the_agents_own_key_variable_needs_its_full_name() -> None:
     parent = {"PATH": "/bin", "MY_GATEWAY": "sk-gateway", "MY_SETTING": "1"}
     globbed = tool_environment(parent, passthrough=["MY_*"], also_secret=["MY_GATEWAY"])
-    assert globbed == {"PATH": "/bin", "MY_SETTING": "1"}
+    assert globbed == {"PATH": "/bin", "MY_SETTING": "1", **TOOL_DEFAULTS}
     named = tool_environment(parent, passthrough=["MY_GATEWAY"], also_secret=["MY_GATEWAY"])
     assert named["MY_GATEWAY"] == "sk-gateway"
 

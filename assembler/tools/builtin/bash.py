@@ -30,7 +30,7 @@ from typing import Any
 from assembler.tools.arguments import guarded, optional_number, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.builtin.workspace import workspace_root
-from assembler.tools.environment import base_environment
+from assembler.tools.environment import tool_environment
 from assembler.tools.truncate import split_lines, truncate_text
 
 #: Seconds to wait for output after `bash` exits before stopping jobs that hold the pipe.
@@ -79,7 +79,7 @@ async def _bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     requested = optional_number(args, "timeout")
     timeout = ctx.timeout if requested is None else min(requested, ctx.timeout)
     cwd = workspace_root(ctx.workspace)
-    env = dict(ctx.env) if ctx.env is not None else base_environment(os.environ)
+    env = dict(ctx.env) if ctx.env is not None else tool_environment(os.environ)
 
     started = time.monotonic()
     outcome = await _run(command, cwd=str(cwd), env=env, timeout=timeout, ctx=ctx)

@@ -1,0 +1,274 @@
+"""One task run, start to finish: fresh workspace copy, fresh agent, run, checks.
+
+The same coroutine runs in process and on a Dask worker (`run_request` is the
+worker's entry point: plain data in, plain data out). Whatever goes wrong inside a run
+becomes that run's `error` record; only cancellation (Ctrl-C) propagates, after the
+agent was closed and the copy removed.
+
+Agents are built under one process-wide lock: building parses Python sources, and
+`ast.parse` from several threads of one process has crashed CPython 3.11 (`SystemError:
+AST constructor recursion depth mismatch`). In process everything runs on one event
+loop thread anyway; a Dask worker with several threads builds one agent at a time.
+(`cluster.py` holds the worker's entry point.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assembler.agent.agent import Agent
+from assembler.agent.build import build_agent
+from assembler.errors import AssemblerError
+from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
+from assembler.eval.records import RunRecord, Status
+from assembler.eval.spec import RunRequest
+from assembler.eval.workspace import (
+    copy_workspace,
+    digests,
+    rebase,
+    scratch_directory,
+    sweep_stale,
+)
+from assembler.manifest.model import Manifest
+from assembler.messages import Usage
+from assembler.runner.events import (
+    Event,
+    RunEnd,
+    ToolCallBlocked,
+    ToolCallProposed,
+    ToolCallResult,
+    TurnEnd,
+    UsageEvent,
+)
+from assembler.validation.load import load_manifest
+
+BUILD_LOCK = threading.Lock()
+"""Held while a manifest is loaded and an agent built: one thread at a time per process."""
+
+MAX_ANSWER_CHARS = 100_000
+_ARGUMENT_KEYS = ("path", "command", "pattern", "query", "url")
+
+
+def model_label(request: RunRequest, manifest: Manifest) -> str:
+    """The model a run uses, as `provider:name`: the request's, else the manifest's."""
+    if request.model:
+        return request.model
+    spec = manifest.model
+    return f"{spec.provider}:{spec.name}" if spec is not None else ""
+
+
+@dataclass
+class _Observed:
+    """What the event stream showed: calls and their fate, turns, usage, the end."""
+
+    calls: dict[str, CallSummary] = field(default_factory=dict)
+    turns: int = 0
+    usage: Mapping[str, int] = field(default_factory=dict)
+    end: RunEnd | None = None
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, ToolCallProposed):
+            key = event.call.id or str(len(self.calls))
+            self.calls[key] = CallSummary(event.call.name, _argument(event.call.arguments), "")
+        elif isinstance(event, ToolCallBlocked):
+            self._outcome(event.call.id, f"blocked by {event.blocked_by}: {event.reason}")
+        elif isinstance(event, ToolCallResult):
+            if event.executed:
+                self._outcome(event.call.id, "error" if event.is_error else "ran", keep=True)
+            else:
+                self._outcome(event.call.id, "not run: " + event.content[:120], keep=True)
+        elif isinstance(event, TurnEnd):
+            self.turns = event.turn
+        elif isinstance(event, UsageEvent):
+            self.usage = _usage(event.total)
+        elif isinstance(event, RunEnd):
+            self.end = event
+            self.turns = max(self.turns, event.turns)
+
+    def _outcome(self, call_id: str, outcome: str, *, keep: bool = False) -> None:
+        call = self.calls.get(call_id)
+        if call is not None and not (keep and call.outcome.startswith("blocked")):
+            self.calls[call_id] = CallSummary(call.name, call.argument, outcome)
+
+
+@dataclass
+class _Run:
+    """One run in progress: what is known so far, turned into a record at the end."""
+
+    request: RunRequest
+    worker: str
+    started: str = field(
+        default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds")
+    )
+    clock: float = field(default_factory=time.perf_counter)
+    observed: _Observed = field(default_factory=_Observed)
+    checks: list[CheckResult] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+    model: str = ""
+    session: str = ""
+
+    def record(self) -> RunRecord:
+        end, error = self.observed.end, self.error
+        if not error and end is None:
+            error = "the run ended without a result"
+        if not error and end is not None and end.reason == "error":
+            error = end.message or "the run failed"
+        status: Status = "error"
+        if not error and end is not None:
+            completed = end.reason == "completed"
+            status = "passed" if completed and all(c.passed for c in self.checks) else "failed"
+        return RunRecord(
+            eval=self.request.eval_name,
+            task=self.request.task.id,
+            repeat=self.request.repeat,
+            status=status,
+            model=self.model,
+            reason=end.reason if end is not None else "",
+            message=end.message if end is not None else "",
+            error=error,
+            checks=tuple(self.checks),
+            answer=(end.text if end is not None else "")[:MAX_ANSWER_CHARS],
+            turns=self.observed.turns,
+            usage=_usage(end.usage) if end is not None else dict(self.observed.usage),
+            tool_calls=tuple(self.observed.calls.values()),
+            duration_s=time.perf_counter() - self.clock,
+            timings=self.timings,
+            session=self.session,
+            worker=self.worker,
+            started=self.started,
+            metadata=self.request.task.metadata,
+        )
+
+
+async def run_task(
+    request: RunRequest, *, manifest: Manifest | None = None, worker: str = "local"
+) -> RunRecord:
+    """Run `request` in a fresh copy of its workspace and judge it.
+
+    `manifest`: the agent, already loaded and validated (in process it is loaded once
+    per evaluation); without it, it is loaded from `request.manifest`.
+    """
+    run = _Run(request, worker, model=request.model or "")
+    _sweep_once()
+    scratch = scratch_directory()
+    try:
+        try:
+            await _attempt(run, scratch, manifest)
+        except TimeoutError:
+            run.error = f"timed out after {request.timeout:g} s"
+        except AssemblerError as e:
+            run.error = str(e)
+        except OSError as e:  # copying the workspace, the session directory
+            run.error = f"{type(e).__name__}: {e}"
+        except Exception as e:  # a bug, or in project code: this run's error, not the eval's
+            run.error = f"internal error: {type(e).__name__}: {e}"
+    finally:
+        mark = time.perf_counter()
+        await _remove(scratch)
+        run.timings["cleanup"] = time.perf_counter() - mark
+    return run.record()
+
+
+async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
+    """Copy, build, run (within the task's timeout), then check, timing each step."""
+    request = run.request
+    if manifest is None:
+        with BUILD_LOCK:
+            manifest = load_manifest(request.manifest)
+    run.model = model_label(request, manifest)
+    mark = time.perf_counter()
+    # File copying and hashing wait on the disk: in a thread, so other runs' models and
+    # commands go on meanwhile (agents are only ever built on this thread).
+    workspace = await asyncio.to_thread(
+        copy_workspace, request.workspace or manifest.workspace, scratch
+    )
+    patterns = unchanged_patterns(request.task.checks)
+    before = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
+    run.timings["copy"] = time.perf_counter() - mark
+    async with asyncio.timeout(request.timeout):
+        mark = time.perf_counter()
+        with BUILD_LOCK:
+            agent = _build(request, rebase(manifest, workspace))
+        run.timings["build"] = time.perf_counter() - mark
+        run.session = str(agent.session.path) if agent.session is not None else ""
+        mark = time.perf_counter()
+        try:
+            async for event in agent.stream(request.task.prompt, max_turns=request.max_turns):
+                run.observed.add(event)
+        finally:
+            run.timings["run"] = time.perf_counter() - mark
+            mark = time.perf_counter()
+            await agent.aclose()
+            run.timings["close"] = time.perf_counter() - mark
+    end = run.observed.end
+    if end is None or end.reason == "error":
+        return
+    mark = time.perf_counter()
+    run.checks = await run_checks(
+        request.task.checks,
+        workspace=workspace,
+        answer=end.text,
+        calls=list(run.observed.calls.values()),
+        before=before,
+        check_timeout=request.check_timeout,
+    )
+    run.timings["checks"] = time.perf_counter() - mark
+
+
+_swept = threading.Event()
+
+
+def _sweep_once() -> None:
+    """The first run in a process removes copies that dead processes of this host left
+    behind (a killed Dask worker cannot clean up; its replacement does)."""
+    if not _swept.is_set():
+        _swept.set()
+        sweep_stale()
+
+
+async def _remove(scratch: Path) -> None:
+    """Remove the copy in a thread; when cancelled again meanwhile (a second Ctrl-C),
+    finish here rather than leave it behind."""
+    try:
+        await asyncio.to_thread(shutil.rmtree, scratch, ignore_errors=True)
+    except asyncio.CancelledError:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def _build(request: RunRequest, manifest: Manifest) -> Agent:
+    return build_agent(
+        manifest,
+        model=request.model,
+        session_dir=request.session_dir / request.task.id,
+        trust=True,  # decided once, for the whole agent tree, before any task started
+    )
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+
+
+def _argument(arguments: Mapping[str, Any] | None) -> str:
+    """The call's main argument, shortened: `path`, `command`, ... or the first string."""
+    if not arguments:
+        return ""
+    value = next((arguments[k] for k in _ARGUMENT_KEYS if isinstance(arguments.get(k), str)), None)
+    if value is None:
+        value = next((v for v in arguments.values() if isinstance(v, str)), "")
+    text = " ".join(str(value).split())
+    return text if len(text) <= 80 else text[:79] + "…"

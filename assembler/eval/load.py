@@ -1,0 +1,198 @@
+"""Read and check an eval file (`*.eval.yaml`): every problem, with file:line:col.
+
+The same function serves `assemble validate` and `assemble eval`, so an eval file that
+validates is one that runs. It checks the file against its own schema
+(`eval.schema.json`), then what the schema cannot see (files that must exist, unique
+task ids, regular expressions, path patterns), and validates the agent it names the
+way `assemble validate` does, whole (a team's members included), before any task
+runs. It never runs project code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import Issue, ManifestError
+from assembler.eval.jsonl import read_tasks_file
+from assembler.eval.schema import file_validator
+from assembler.eval.spec import (
+    DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Defaults,
+    EvalSpec,
+    TaskSpec,
+)
+from assembler.eval.tasks import Report, build_task, resolve_model
+from assembler.manifest.model import Manifest
+from assembler.manifest.schema import schema_issues
+from assembler.manifest.yaml_source import JsonPath, SourceMap, load_yaml_file
+from assembler.validation.validator import EVAL_SUFFIXES, display_path, validate_file
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Everything found in one eval file and the agent tree it names."""
+
+    path: Path
+    issues: tuple[Issue, ...]
+    spec: EvalSpec | None = None
+    manifest: Manifest | None = None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(issue.severity == "error" for issue in self.issues)
+
+
+def eval_name(path: Path) -> str:
+    name = path.name
+    for suffix in (*EVAL_SUFFIXES, ".yaml", ".yml"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def validate_eval_file(
+    path: Path, *, unset_variables: str = "warning", display: str | None = None
+) -> EvalReport:
+    """All issues of one eval file and of its agent; the typed spec when none is an error.
+
+    `unset_variables`: "warning" for `assemble validate` (CI may lack the secrets a run
+    needs), "error" when the evaluation is about to run.
+    """
+    shown = display or display_path(path)
+    try:
+        document = load_yaml_file(path, shown)
+    except ManifestError as e:
+        return EvalReport(path, e.issues)
+    data, source = document.data, document.source
+    if not isinstance(data, dict):
+        mark = source.locate(())
+        message = "an eval file is a YAML mapping with `version`, `agent` and `tasks`"
+        return EvalReport(path, (Issue(shown, mark.line, mark.column, "error", message),))
+    issues = _without_echoes(schema_issues(data, source, validator=file_validator()))
+    rejected = {issue.path for issue in issues}  # the schema gives errors only
+    base = path.resolve().parent
+
+    def report(where: JsonPath, message: str) -> None:
+        issues.append(source.issue(where, message))
+
+    manifest = None
+    agent_path = None
+    if isinstance(data.get("agent"), str) and data["agent"]:
+        agent_path = Path(os.path.normpath(base / data["agent"]))
+        manifest = _validate_agent(agent_path, data["agent"], report, issues, unset_variables)
+    workspace = None
+    if isinstance(data.get("workspace"), str) and data["workspace"]:
+        workspace = Path(os.path.normpath(base / data["workspace"]))
+        if not workspace.is_dir():
+            state = "is not a directory" if workspace.exists() else "does not exist"
+            report(("workspace",), f"the workspace {data['workspace']} {state}")
+    if rejected & {"", "version", "agent", "tasks"}:
+        return EvalReport(path, _sorted(issues, shown))
+    # Below, each part the schema accepted is checked further, so one pass reports all.
+    defaults = Defaults()
+    if not any(_under(p, "defaults") for p in rejected):
+        defaults = _defaults(data.get("defaults") or {}, base, report)
+    tasks = _inline_tasks(
+        data, base=base, shown=shown, source=source, report=report, rejected=rejected
+    )
+    if isinstance(data.get("tasks_file"), str) and "tasks_file" not in rejected:
+        tasks, found = read_tasks_file(
+            base / data["tasks_file"], data["tasks_file"], lambda m: report(("tasks_file",), m)
+        )
+        issues.extend(found)
+    spec = None
+    if not any(i.severity == "error" for i in issues) and agent_path is not None:
+        spec = EvalSpec(
+            path=path.resolve(),
+            name=data.get("name") or eval_name(path),
+            agent=agent_path,
+            tasks=tuple(tasks),
+            workspace=workspace,
+            defaults=defaults,
+            description=data.get("description", ""),
+        )
+    return EvalReport(path, _sorted(issues, shown), spec, manifest)
+
+
+def load_eval(path: Path) -> EvalReport:
+    """An eval file ready to run, or one `ManifestError` listing every error (its own
+    and its agent tree's); warnings are in the report."""
+    report = validate_eval_file(path, unset_variables="error")
+    if report.has_errors or report.spec is None or report.manifest is None:
+        raise ManifestError(report.issues)
+    return report
+
+
+def _validate_agent(
+    agent: Path, written: str, report: Report, issues: list[Issue], unset_variables: str
+) -> Manifest | None:
+    if not agent.is_file():
+        state = "is not a file" if agent.exists() else "does not exist"
+        report(("agent",), f"the agent manifest {written} {state}")
+        return None
+    found = validate_file(agent, unset_variables=unset_variables)
+    issues.extend(found.issues)
+    return found.manifest
+
+
+def _defaults(raw: dict[str, Any], base: Path, report: Report) -> Defaults:
+    return Defaults(
+        model=resolve_model(raw.get("model"), base, report, ("defaults", "model")),
+        max_turns=raw.get("max_turns"),
+        timeout=float(raw.get("timeout", DEFAULT_TIMEOUT)),
+        check_timeout=float(raw.get("check_timeout", DEFAULT_CHECK_TIMEOUT)),
+    )
+
+
+def _inline_tasks(
+    data: dict[str, Any],
+    *,
+    base: Path,
+    shown: str,
+    source: SourceMap,
+    report: Report,
+    rejected: set[str],
+) -> list[TaskSpec]:
+    tasks: list[TaskSpec] = []
+    first: dict[str, str] = {}
+    for index, raw in enumerate(data.get("tasks") or ()):
+        where: JsonPath = ("tasks", index)
+        origin = f"{shown}:{source.locate(where).line}"
+        task_id = raw.get("id")
+        if isinstance(task_id, str) and task_id in first:
+            report(
+                (*where, "id"),
+                f"task id `{task_id}` is already used at {first[task_id]}; ids must be unique",
+            )
+        if isinstance(task_id, str):
+            first.setdefault(task_id, origin)
+        if any(_under(p, f"tasks[{index}]") for p in rejected):
+            continue
+
+        def at(path: JsonPath, message: str, where: JsonPath = where) -> None:
+            report((*where, *path), message)
+
+        tasks.append(build_task(raw, task_id=task_id, base=base, origin=origin, report=at))
+    return tasks
+
+
+def _under(path: str, prefix: str) -> bool:
+    """Whether the JSON path `path` (`tasks[0].checks`) is `prefix` or inside it."""
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
+def _without_echoes(issues: list[Issue]) -> list[Issue]:
+    """Drop "a check is exactly one of ..." where the same mapping has an unknown key:
+    the misspelt key (`comand`, with its "did you mean") is the whole story."""
+    unknown = {i.path.rpartition(".")[0] for i in issues if i.message.startswith("unknown key")}
+    return [i for i in issues if not (i.path in unknown and "exactly one of" in i.message)]
+
+
+def _sorted(issues: list[Issue], shown: str) -> tuple[Issue, ...]:
+    """This file's issues first, in file order, then the agent tree's."""
+    unique = set(issues)
+    return tuple(sorted(unique, key=lambda i: (i.file != shown, i.file, i.line, i.column)))

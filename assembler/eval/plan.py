@@ -1,0 +1,123 @@
+"""Which task runs an invocation asks for, and which of them a results file already holds.
+
+A run is a (task id, repeat) pair. `--only` selects tasks by glob, `--repeat N` makes
+repeats 1..N, and the model of each run is resolved here once: `--model`, else the
+task's, else the file's default, else the manifest's. Resuming skips pairs already
+recorded (`--rerun-failed`: unless they did not pass); a results file written with
+another model for the same task is refused rather than mixed into one pass rate.
+`parse_scheduler` reads `--scheduler`, so a misspelt one fails before anything runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assembler.errors import UsageError
+from assembler.eval.execute import model_label
+from assembler.eval.records import RunRecord
+from assembler.eval.spec import EvalSpec, RunRequest, TaskSpec
+from assembler.manifest.model import Manifest
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to run: the eval, repeats, a task filter, and the `--model` override."""
+
+    repeat: int = 1
+    only: tuple[str, ...] = ()
+    model: str | None = None
+
+
+def plan_runs(spec: EvalSpec, selection: Selection, session_dir: Path) -> list[RunRequest]:
+    """Every run the selection asks for, task by task, repeats together."""
+    tasks = select_tasks(spec.tasks, selection.only)
+    defaults = spec.defaults
+    return [
+        RunRequest(
+            eval_name=spec.name,
+            task=task,
+            repeat=repeat,
+            manifest=spec.agent,
+            session_dir=session_dir,
+            workspace=spec.workspace,
+            model=selection.model or task.model or defaults.model,
+            max_turns=task.max_turns or defaults.max_turns,
+            timeout=task.timeout or defaults.timeout,
+            check_timeout=defaults.check_timeout,
+        )
+        for task in tasks
+        for repeat in range(1, selection.repeat + 1)
+    ]
+
+
+def select_tasks(tasks: Sequence[TaskSpec], only: Sequence[str]) -> list[TaskSpec]:
+    """The tasks whose id matches one of the `only` globs (all without any); a glob
+    that matches nothing is a usage error, since it is most likely a typo."""
+    if not only:
+        return list(tasks)
+    for pattern in only:
+        if not any(fnmatch.fnmatchcase(task.id, pattern) for task in tasks):
+            sample = ", ".join(task.id for task in tasks[:8])
+            more = ", ..." if len(tasks) > 8 else ""
+            raise UsageError(f"--only {pattern!r} matches no task (tasks: {sample}{more})")
+    return [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in only)]
+
+
+def pending(
+    runs: Sequence[RunRequest],
+    recorded: Mapping[tuple[str, int], RunRecord],
+    *,
+    rerun_failed: bool = False,
+) -> list[RunRequest]:
+    """The runs still to do: not recorded yet (or, with `rerun_failed`, recorded
+    without passing)."""
+    todo = []
+    for run in runs:
+        record = recorded.get(run.key)
+        if record is None or (rerun_failed and record.status != "passed"):
+            todo.append(run)
+    return todo
+
+
+def check_resumable(
+    runs: Iterable[RunRequest],
+    recorded: Mapping[tuple[str, int], RunRecord],
+    manifest: Manifest,
+    out: Path,
+) -> None:
+    """Refuse to add runs to a results file that holds another evaluation's, or the
+    same task run with another model."""
+    for run in runs:
+        record = recorded.get(run.key)
+        if record is None:
+            continue
+        if record.eval and record.eval != run.eval_name:
+            raise UsageError(
+                f"{out} holds results of the evaluation `{record.eval}`, not `{run.eval_name}`; "
+                "pass another --out"
+            )
+        expected = model_label(run, manifest)
+        if record.model and record.model != expected:
+            raise UsageError(
+                f"{out} holds {run.label} run with the model {record.model}, and this run "
+                f"would use {expected}; pass another --out to compare them "
+                "(then `assemble eval --compare`)"
+            )
+
+
+def parse_scheduler(text: str) -> str | int:
+    """`local:N` gives N (worker processes); an address is returned as it is."""
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise UsageError(f"--scheduler {text}: `local:N` needs a number of workers, N >= 1")
+        return int(count)
+    if "://" not in text:
+        raise UsageError(
+            f"--scheduler {text}: expected a scheduler address such as tcp://HOST:8786, "
+            "or local:N for N worker processes on this machine"
+        )
+    return text

@@ -1,0 +1,184 @@
+"""The typed evaluation: an eval file after it validated, and one planned task run.
+
+Everything here is frozen and converts to and from plain JSON data (`to_dict` /
+`from_dict`), because a task run travels to Dask workers as data: a worker needs
+agent-assembler installed and the files the paths name, never the client's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+CheckKind = Literal[
+    "command", "unchanged", "answer_contains", "answer_matches", "tool_called", "tool_not_called"
+]
+CHECK_KINDS: tuple[CheckKind, ...] = (
+    "command",
+    "unchanged",
+    "answer_contains",
+    "answer_matches",
+    "tool_called",
+    "tool_not_called",
+)
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_CHECK_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: `argument` is the command, text, regular expression or tool name;
+    `patterns` the path patterns of `unchanged`; `timeout` a command's own limit."""
+
+    kind: CheckKind
+    argument: str = ""
+    patterns: tuple[str, ...] = ()
+    timeout: float | None = None
+
+    def describe(self) -> str:
+        """The check as written, for summaries: `command: python3 -m unittest`."""
+        shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
+        return f"{self.kind}: {shown}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            self.kind: list(self.patterns) if self.kind == "unchanged" else self.argument
+        }
+        if self.timeout is not None:
+            data["timeout"] = self.timeout
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        """From the form the schema accepted (one kind key, `timeout` beside `command`)."""
+        kind = next(k for k in CHECK_KINDS if k in data)
+        value = data[kind]
+        timeout = data.get("timeout")
+        if kind == "unchanged":
+            patterns = (value,) if isinstance(value, str) else tuple(value)
+            return cls(kind, patterns=patterns)
+        return cls(kind, str(value), timeout=None if timeout is None else float(timeout))
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: its prompt text (read from `prompt_file` when it had one), the
+    model it asks for (`scripted:` paths made absolute), limits, checks, metadata.
+    `origin` says where it was written (`file:line`), for messages."""
+
+    id: str
+    prompt: str
+    checks: tuple[Check, ...] = ()
+    model: str | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "prompt": self.prompt,
+            "checks": [c.to_dict() for c in self.checks],
+            "model": self.model,
+            "max_turns": self.max_turns,
+            "timeout": self.timeout,
+            "metadata": dict(self.metadata),
+            "origin": self.origin,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskSpec:
+        return cls(
+            id=str(data["id"]),
+            prompt=str(data["prompt"]),
+            checks=tuple(Check.from_dict(c) for c in data.get("checks") or ()),
+            model=data.get("model"),
+            max_turns=data.get("max_turns"),
+            timeout=data.get("timeout"),
+            metadata=dict(data.get("metadata") or {}),
+            origin=str(data.get("origin", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Defaults:
+    model: str | None = None
+    max_turns: int | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """An eval file that validated. `agent` and `workspace` are absolute; `workspace`
+    None means the agent's own."""
+
+    path: Path
+    name: str
+    agent: Path
+    tasks: tuple[TaskSpec, ...]
+    workspace: Path | None = None
+    defaults: Defaults = field(default_factory=Defaults)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One task run, everything resolved: what a worker needs to do it alone.
+
+    `model` is the model string to build with (None: the manifest's), after the
+    order `--model`, then the task's, then the file's default.
+    """
+
+    eval_name: str
+    task: TaskSpec
+    repeat: int
+    manifest: Path
+    session_dir: Path
+    workspace: Path | None = None
+    model: str | None = None
+    max_turns: int | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task.id, self.repeat)
+
+    @property
+    def label(self) -> str:
+        return f"{self.task.id}#{self.repeat}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eval_name": self.eval_name,
+            "task": self.task.to_dict(),
+            "repeat": self.repeat,
+            "manifest": str(self.manifest),
+            "session_dir": str(self.session_dir),
+            "workspace": None if self.workspace is None else str(self.workspace),
+            "model": self.model,
+            "max_turns": self.max_turns,
+            "timeout": self.timeout,
+            "check_timeout": self.check_timeout,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRequest:
+        workspace = data.get("workspace")
+        return cls(
+            eval_name=str(data["eval_name"]),
+            task=TaskSpec.from_dict(cast(Mapping[str, Any], data["task"])),
+            repeat=int(data["repeat"]),
+            manifest=Path(data["manifest"]),
+            session_dir=Path(data["session_dir"]),
+            workspace=None if workspace is None else Path(workspace),
+            model=data.get("model"),
+            max_turns=data.get("max_turns"),
+            timeout=float(data["timeout"]),
+            check_timeout=float(data["check_timeout"]),
+        )

@@ -1,0 +1,106 @@
+"""One task, from data the schema accepted to a `TaskSpec`: the checks beyond the schema.
+
+Shared by inline tasks and the lines of a `tasks_file`. What is checked here is what
+would otherwise fail in the middle of a run, once per task run: a `prompt_file` or a
+`scripted:` replay that does not exist, a regular expression that does not compile, an
+`unchanged` pattern that can never match. Relative paths resolve against the file that
+names them. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import ManifestError
+from assembler.eval.spec import Check, TaskSpec
+from assembler.manifest.yaml_source import JsonPath, read_manifest_text
+from assembler.permissions.path_patterns import compile_path_pattern
+
+Report = Callable[[JsonPath, str], None]
+"""Records an error at a JSON path of the task (relative to the task)."""
+
+
+def resolve_model(model: str | None, base: Path, report: Report, where: JsonPath) -> str | None:
+    """`scripted:FILE` relative to `base` becomes absolute (a worker may run elsewhere
+    in the tree), and the file must exist; other models are left as written."""
+    if model is None:
+        return None
+    provider, _, name = model.partition(":")
+    if provider != "scripted":
+        return model
+    # Imported here: only a scripted task needs it, and `assemble validate` (which loads
+    # eval files) must stay free of the provider modules at start-up.
+    from assembler.providers.scripted import load_script
+
+    script = Path(os.path.normpath(base / name))
+    if not script.is_file():
+        report(where, f"the replay script {name} does not exist (looked for {script})")
+    else:
+        try:
+            load_script(script)  # data, not code: read now rather than fail in every run
+        except ManifestError as e:
+            report(where, f"the replay script {name} is invalid: {e.issues[0].format()}")
+    return f"scripted:{script}"
+
+
+def build_task(
+    raw: Mapping[str, Any],
+    *,
+    task_id: str,
+    base: Path,
+    origin: str,
+    report: Report,
+) -> TaskSpec:
+    """The task in `raw`, reporting every problem beyond the schema through `report`."""
+    prompt = raw.get("prompt")
+    if prompt is None:
+        prompt = _read_prompt(raw["prompt_file"], base, report)
+    checks: list[Check] = []
+    for index, data in enumerate(raw.get("checks") or ()):
+        check = Check.from_dict(data)
+        _check_check(check, ("checks", index, check.kind), report)
+        checks.append(check)
+    return TaskSpec(
+        id=task_id,
+        prompt=prompt,
+        checks=tuple(checks),
+        model=resolve_model(raw.get("model"), base, report, ("model",)),
+        max_turns=raw.get("max_turns"),
+        timeout=None if raw.get("timeout") is None else float(raw["timeout"]),
+        metadata=dict(raw.get("metadata") or {}),
+        origin=origin,
+    )
+
+
+def _read_prompt(name: str, base: Path, report: Report) -> str:
+    file = base / name
+    if not file.exists():
+        report(("prompt_file",), f"the prompt file {name} does not exist (looked for {file})")
+        return ""
+    try:
+        text = read_manifest_text(file, name)
+    except ManifestError as e:
+        report(("prompt_file",), f"the prompt file {name}: {e.issues[0].message}")
+        return ""
+    if not text.strip():
+        report(("prompt_file",), f"the prompt file {name} is empty")
+    return text
+
+
+def _check_check(check: Check, where: JsonPath, report: Report) -> None:
+    if check.kind == "answer_matches":
+        try:
+            re.compile(check.argument)
+        except re.error as e:
+            at = f" at position {e.pos}" if e.pos is not None else ""
+            report(where, f"not a valid regular expression: {e.msg}{at}")
+    elif check.kind == "unchanged":
+        for index, pattern in enumerate(check.patterns):
+            never = compile_path_pattern(pattern).never
+            if never:
+                path = where if len(check.patterns) == 1 else (*where, index)
+                report(path, f"`{pattern}` can never match: {never}")
