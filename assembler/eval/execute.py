@@ -26,6 +26,7 @@ from typing import Any
 
 from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
+from assembler.agent.team import load_team
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
@@ -33,7 +34,7 @@ from assembler.eval.spec import RunRequest
 from assembler.eval.workspace import (
     copy_workspace,
     digests,
-    rebase,
+    rebase_team,
     scratch_directory,
     sweep_stale,
 )
@@ -197,7 +198,7 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, rebase(manifest, workspace))
+            agent = _build(request, manifest, workspace)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -245,12 +246,16 @@ async def _remove(scratch: Path) -> None:
         raise
 
 
-def _build(request: RunRequest, manifest: Manifest) -> Agent:
+def _build(request: RunRequest, manifest: Manifest, workspace: Path) -> Agent:
+    """The agent working in the copy `workspace`, with every sub-agent that works in
+    the task's workspace moved there too."""
+    team = rebase_team(load_team(manifest), manifest.workspace, workspace)
     return build_agent(
-        manifest,
+        team.manifest,
         model=request.model,
         session_dir=request.session_dir / request.task.id,
         trust=True,  # decided once, for the whole agent tree, before any task started
+        team=team,
     )
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from assembler.agent.team import TeamMember
 from assembler.manifest.model import Manifest
 from assembler.permissions.path_patterns import PathPattern
 
@@ -97,6 +98,19 @@ def rebase(manifest: Manifest, workspace: Path) -> Manifest:
         skills=tuple(move(path) for path in manifest.skills),
         memory=memory,
     )
+
+
+def rebase_team(member: TeamMember, old: Path, new: Path) -> TeamMember:
+    """The agent tree `member` with every agent that works in `old` (or below it) moved
+    to `new`: a sub-agent with a workspace of its own that is the task's workspace must
+    work in the copy too, or it would change the original."""
+    old = Path(os.path.normpath(old.absolute()))
+    manifest = member.manifest
+    workspace = Path(os.path.normpath(manifest.workspace.absolute()))
+    if workspace.is_relative_to(old):
+        manifest = rebase(manifest, new / workspace.relative_to(old))
+    delegates = tuple(replace(d, member=rebase_team(d.member, old, new)) for d in member.delegates)
+    return replace(member, manifest=manifest, delegates=delegates)
 
 
 def digests(root: Path, patterns: Iterable[PathPattern]) -> dict[str, str]:

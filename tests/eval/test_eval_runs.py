@@ -301,3 +301,30 @@ def test_the_default_results_file_is_new_for_every_invocation(
     [written] = (project.root / "eval-results").glob("mine-*.jsonl")
     assert f"results: eval-results/{written.name}" in outcome.out
     assert len(results(written)) == 1
+
+
+def test_sub_agents_work_in_the_tasks_copy_too(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A child with a workspace of its own (the same folder as the lead's, not
+    `inherit`) must change the copy, never the project."""
+    root = project.root
+    (root / "helper.yaml").write_text(
+        "version: 1\nname: helper\nidentity: You write files.\nworkspace: ws\n"
+        "model: scripted:scripts/helper.yaml\ntools: {sets: [coding]}\n"
+    )
+    project.script("helper", [call("write", path="made-by-child.txt", content="x"), answer("ok")])
+    (root / "agent.yaml").write_text(
+        (root / "agent.yaml")
+        .read_text()
+        .replace("  sets: [coding]\n", "  sets: [coding, {agent: helper.yaml}]\n")
+    )
+    lead = project.script("lead", [call("helper", task="write the file"), answer("Done.")])
+    before = project.tree()
+    file = project.eval_file(
+        [{"id": "team", "prompt": "go", "model": lead, "checks": [{"tool_called": "helper"}]}]
+    )
+    outcome = assemble(capsys, "eval", str(file), "--out", str(root / "r.jsonl"))
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert project.tree() == before
+    assert not (project.workspace / "made-by-child.txt").exists()
