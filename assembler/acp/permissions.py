@@ -6,9 +6,10 @@ rules "allow for the rest of the session" would add); the editor is offered:
 
 - `allow_once` ("Allow once") -> `Approval("once")`;
 - `allow_always` ("Allow for this session: RULES") -> `Approval("session")`, offered
-  only when the gate has rules to add (`session_rules`), so the option never promises
-  more than it does. The rules hold for this session of this process, never written
-  to the manifest: the manifest stays the contract;
+  only when the rules the gate would add (`session_rules`) will hold: there are some,
+  and no `ask` rule of the manifest matched (an explicit `ask` still wins over a
+  session's allow, so "always" would ask again). The rules hold for this session of
+  this process, never written to the manifest: the manifest stays the contract;
 - `reject_once` ("Deny") -> `Approval("deny")`. There is no `reject_always`: the gate
   remembers allows only, and an option that says "always" must keep its word.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from acp import text_block, tool_content
+from acp import RequestError, text_block, tool_content
 from acp.interfaces import Client
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
@@ -49,25 +50,28 @@ class EditorApprover:
             return Approval("deny", "no prompt is running", by="client")
         view = turn.view(request.call)
         shown = [*view.diff, tool_content(text_block(request.decision.reason))]
-        response = await self.client.request_permission(
-            session_id=self.session_id,
-            tool_call=ToolCallUpdate(
-                tool_call_id=turn.call_id(request.call),
-                title=view.title,
-                kind=view.kind,
-                status="pending",
-                content=shown,
-                locations=list(view.locations) or None,
-                raw_input=dict(request.call.arguments or {}),
-            ),
-            options=options(request),
-        )
+        try:
+            response = await self.client.request_permission(
+                session_id=self.session_id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=turn.call_id(request.call),
+                    title=view.title,
+                    kind=view.kind,
+                    status="pending",
+                    content=shown,
+                    locations=list(view.locations) or None,
+                    raw_input=dict(request.call.arguments or {}),
+                ),
+                options=options(request),
+            )
+        except (RequestError, ConnectionError) as e:  # the editor cannot ask, or is gone
+            return Approval("deny", f"the editor could not ask: {e}", by="client")
         outcome = response.outcome
         if not isinstance(outcome, AllowedOutcome):
             return Approval("deny", "the editor cancelled the prompt", by="client")
         if outcome.option_id == ALLOW_ONCE:
             return Approval("once", by="client")
-        if outcome.option_id == ALLOW_SESSION and request.session_rules:
+        if outcome.option_id == ALLOW_SESSION and lasting(request):
             return Approval("session", by="client")
         if outcome.option_id == REJECT:
             return Approval("deny", by="client")
@@ -77,7 +81,7 @@ class EditorApprover:
 def options(request: ApprovalRequest) -> list[PermissionOption]:
     """The choices offered for `request`, in the order an editor shows them."""
     offered = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
-    if request.session_rules:
+    if lasting(request):
         rules = ", ".join(request.session_rules)
         offered.append(
             PermissionOption(
@@ -88,3 +92,10 @@ def options(request: ApprovalRequest) -> list[PermissionOption]:
         )
     offered.append(PermissionOption(option_id=REJECT, name="Deny", kind="reject_once"))
     return offered
+
+
+def lasting(request: ApprovalRequest) -> bool:
+    """Whether "allow for this session" would hold: the gate has rules to add, and the
+    ask came from the default rather than an `ask` rule (`decision.rule`), which a
+    session's allow does not override."""
+    return bool(request.session_rules) and request.decision.rule is None
