@@ -12,5 +12,6 @@ protocol; these modules map it onto an `Agent` that `build_agent` made:
 - `permissions`: the manifest's `ask` rules as `session/request_permission`;
 - `content`: a prompt's content blocks as text.
 
-Every module here imports the SDK; import them inside `requires("acp", ...)`.
+Every module here but `stdio` imports the SDK: import them inside
+`requires("acp", ...)` (as `cli/acp.py` does).
 """

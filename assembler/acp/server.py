@@ -102,6 +102,8 @@ class EditorServer:
             text = prompt_text(prompt, session.workspace)
         except UnsupportedContent as e:
             raise RequestError(-32602, str(e)) from e
+        if not text.strip():
+            raise RequestError(-32602, "the prompt is empty")
         with _answered():
             return await session.prompt(text)
 

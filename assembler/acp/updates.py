@@ -113,12 +113,12 @@ class TurnUpdates:
 
     def close_open(self, reason: str) -> list[Update]:
         """End every call still open (the turn was cancelled) as failed."""
-        closing = [
+        closing: list[Update] = [
             update_tool_call(tool_id, status="failed", content=[tool_content(text_block(reason))])
             for tool_id in self._open
         ]
         self._open.clear()
-        return list(closing)
+        return closing
 
     def _subagent(self, event: SubagentEvent) -> list[Update]:
         inner = event.event

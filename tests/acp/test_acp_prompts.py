@@ -201,7 +201,7 @@ def test_resource_links_and_embedded_files_reach_the_model(tmp_path: Path) -> No
     ]
 
 
-def test_an_unknown_session_is_an_error_not_a_crash(tmp_path: Path) -> None:
+def test_an_unknown_session_or_an_empty_prompt_is_an_error_not_a_crash(tmp_path: Path) -> None:
     agent = manifest(tmp_path, "- text: Fine.\n")
 
     async def scenario() -> None:
@@ -210,6 +210,8 @@ def test_an_unknown_session_is_an_error_not_a_crash(tmp_path: Path) -> None:
             with pytest.raises(RequestError) as unknown:
                 await acp.prompt("nope", "hi")
             assert unknown.value.code == -32602 and "no session 'nope'" in str(unknown.value)
+            with pytest.raises(RequestError, match="the prompt is empty"):
+                await acp.prompt(session, "  ")
             assert (await acp.prompt(session, "hi")).stop_reason == "end_turn"
 
     run(scenario())
