@@ -101,12 +101,15 @@ class Editor:
 
     async def until(self, condition: Any, what: str) -> None:
         """Wait until `condition()` holds (a guard of 60 s against hanging)."""
-        async with asyncio.timeout(60):
-            while not condition():
-                self.changed.clear()
-                if condition():
-                    return
-                await self.changed.wait()
+        try:
+            async with asyncio.timeout(60):
+                while not condition():
+                    self.changed.clear()
+                    if condition():
+                        return
+                    await self.changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"waited 60 s for {what}") from None
 
 
 @dataclass
