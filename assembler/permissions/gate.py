@@ -73,7 +73,12 @@ class PermissionGate:
             decision = self.policy.decide(call.name, arguments, tool)  # a rule may be new
             if decision.verdict != "ask":
                 return _outcome(decision)
-            rules = self.policy.session_rules_for(call.name, arguments, tool)
+            # an explicit `ask` rule beats any allow, so "for the session" could not hold
+            rules = (
+                ()
+                if decision.rule is not None
+                else self.policy.session_rules_for(call.name, arguments, tool)
+            )
             request = ApprovalRequest(call, decision, rules)
             try:
                 answer = await asyncio.wait_for(self.approver(request), self.timeout)

@@ -149,3 +149,12 @@ def test_a_manifest_with_an_mcp_server_names_the_mcp_extra(core: Path, tmp_path:
         1,
         "error: MCP server `time` needs the MCP SDK: pip install 'agent-assembler[mcp]'\n",
     )
+
+
+def test_assemble_acp_names_the_acp_extra(core: Path, shipping: Path) -> None:
+    ran = assemble(core, "acp", "--trust", "agents/shipping-fixer.yaml", cwd=shipping)
+    assert (ran.returncode, ran.stdout) == (1, "")
+    assert ran.stderr == (
+        "error: assemble acp needs the Agent Client Protocol SDK: "
+        "pip install 'agent-assembler[acp]'\n"
+    )

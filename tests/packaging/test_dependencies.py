@@ -83,7 +83,7 @@ def test_the_code_imports_what_we_think_it_does() -> None:
     """The list moves when code does; a new import must be declared (next test)."""
     assert set(imported_top_level_modules()) == {
         "yaml", "jsonschema", "jinja2", "click", "tree_sitter", "tree_sitter_bash",
-        "openai", "anthropic", "httpx2", "mcp", "mcp_types", "anyio", "opentelemetry",
+        "openai", "anthropic", "httpx2", "mcp", "mcp_types", "anyio", "opentelemetry", "acp",
         "dask", "distributed",
     }  # fmt: skip
 

@@ -286,3 +286,13 @@ def test_render_json_lists_the_effective_rules(repo_root: Path) -> None:
         "allow": ["read", "edit(shipping/**)", "bash(python3 -m unittest *)"],
         "default": "ask",
     }
+
+
+def test_an_explicit_ask_rule_offers_no_allow_for_the_session(tmp_path: Path) -> None:
+    """An `ask` rule beats any allow, so "allow for the session" could not hold: it is
+    not offered (only once, or deny)."""
+    model = ScriptedModel([tool_call("bash", command="echo a"), text("ok")])
+    person = Person(Approval("once"))
+    agent = build(tmp_path, 'permissions:\n  ask: ["bash(echo *)"]\n', model, approver=person)
+    (result,) = results(agent)
+    assert result.executed and person.asked[0].session_rules == ()

@@ -1,0 +1,195 @@
+"""The agent side of the Agent Client Protocol, on the official SDK's connection.
+
+Each `session/new` builds a new agent with `build_agent` (a new session file), and
+`session/load` builds one continuing a recorded session, then replays its history;
+both start the agent (its MCP servers) before answering, so a failure (an untrusted
+directory, a missing API key, a server that does not start) is the request's error,
+which the editor shows, never a crash. Prompts, cancellation and permission requests
+are per session (`session.EditorSession`).
+
+What the editor says about the session's surroundings does not change the agent: the
+manifest's workspace is where it works, whatever `cwd` the editor names (the
+workspace is bound at build time, and the manifest is what `render` shows and CI
+validates), and the editor's own MCP servers are not added to the manifest's tools.
+Both are noted on stderr, which editors keep as the agent's log.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError, run_agent
+from acp import Agent as ProtocolAgent
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+)
+
+from assembler.acp.content import Block, UnsupportedContent, prompt_text
+from assembler.acp.session import EditorSession
+from assembler.acp.stdio import ProtocolFiles, open_streams
+from assembler.agent.agent import Agent
+from assembler.errors import AssemblerError, SessionError
+from assembler.version import __version__
+
+Builder = Callable[[str | None], Agent]
+"""Builds the agent of a new session (None) or of a recorded one (its id)."""
+
+STEER = "assembler/steer"
+"""The extension method `_assembler/steer` {sessionId, text}: redirect the running turn."""
+
+
+class EditorServer:
+    """The methods an editor calls; the SDK's router calls them with the request's
+    fields, and answers a method this class lacks with "method not found"."""
+
+    def __init__(self, build: Builder, *, name: str, record_sessions: bool) -> None:
+        self.build = build
+        self.name = name
+        self.record_sessions = record_sessions
+        self.sessions: dict[str, EditorSession] = {}
+        self._client: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("the connection has not started")
+        return self._client
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=self.record_sessions,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=Implementation(name="agent-assembler", title=self.name, version=__version__),
+        )
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        session = await self._open(None, cwd, mcp_servers)
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        if not self.record_sessions:
+            raise RequestError(
+                -32601, "this agent records no sessions (--no-session), so none can be loaded"
+            )
+        session = self.sessions.get(session_id) or await self._open(session_id, cwd, mcp_servers)
+        await session.replay()
+        return LoadSessionResponse()
+
+    async def prompt(self, prompt: list[Block], session_id: str, **kwargs: Any) -> PromptResponse:
+        session = self._session(session_id)
+        try:
+            text = prompt_text(prompt, session.workspace)
+        except UnsupportedContent as e:
+            raise RequestError(-32602, str(e)) from e
+        if not text.strip():
+            raise RequestError(-32602, "the prompt is empty")
+        with _answered():
+            return await session.prompt(text)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method != STEER:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id, text = params.get("sessionId"), params.get("text")
+        if not isinstance(session_id, str) or not isinstance(text, str) or not text.strip():
+            raise RequestError(-32602, "`_assembler/steer` takes a sessionId and a non-empty text")
+        return {"steered": self._session(session_id).steer(text)}
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        """Stop every session's turns and close its agent (servers, session files)."""
+        for session in list(self.sessions.values()):
+            session.cancel()
+        for session in list(self.sessions.values()):
+            try:
+                await session.agent.aclose()
+            except Exception as e:  # one agent failing to close must not keep others open
+                _log(f"closing session {session.id} failed: {type(e).__name__}: {e}")
+        self.sessions.clear()
+
+    async def _open(
+        self, reference: str | None, cwd: str, mcp_servers: list[Any] | None
+    ) -> EditorSession:
+        with _answered(missing_session=reference is not None):
+            agent = self.build(reference)
+            try:
+                await agent.start()
+            except BaseException:
+                await agent.aclose()
+                raise
+        session_id = reference or (agent.session.id if agent.session else f"acp-{uuid.uuid4().hex}")
+        session = EditorSession(session_id, agent, self.client)
+        self.sessions[session_id] = session
+        if cwd and cwd != str(session.workspace):
+            _log(
+                f"the editor's folder {cwd} is not the workspace; the agent works in {session.workspace}"
+            )
+        if mcp_servers:
+            names = ", ".join(str(getattr(s, "name", "?")) for s in mcp_servers)
+            _log(
+                f"the editor's MCP servers ({names}) are not added: the manifest declares the tools"
+            )
+        return session
+
+    def _session(self, session_id: str) -> EditorSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError(-32602, f"no session {session_id!r}; create one with session/new")
+        return session
+
+
+@contextmanager
+def _answered(*, missing_session: bool = False) -> Iterator[None]:
+    """Our own errors become the request's error, with their one readable message (and
+    on stderr, the agent's log); anything else is a bug the SDK reports with its
+    traceback."""
+    try:
+        yield
+    except AssemblerError as e:
+        _log(f"error: {e}")
+        code = -32002 if missing_session and isinstance(e, SessionError) else -32603
+        raise RequestError(code, str(e), {"type": type(e).__name__}) from e
+
+
+def _log(message: str) -> None:
+    print(f"assemble acp: {message}", file=sys.stderr, flush=True)
+
+
+async def serve(build: Builder, files: ProtocolFiles, *, name: str, record_sessions: bool) -> None:
+    """Serve the protocol on `files` until the editor closes its end; then stop every
+    turn and close every agent."""
+    reader, writer = await open_streams(files)
+    server = EditorServer(build, name=name, record_sessions=record_sessions)
+    try:
+        # The router calls only the methods the class defines; the rest of the
+        # protocol's `Agent` interface is answered with "method not found".
+        await run_agent(cast(ProtocolAgent, server), writer, reader)
+    finally:
+        await server.aclose()

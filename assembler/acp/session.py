@@ -1,0 +1,136 @@
+"""One ACP session: an agent that `build_agent` made, its prompt turns, and their
+cancellation.
+
+Prompt turns run one at a time. A `session/prompt` that arrives while another runs
+waits for it (a queue, like `assemble rpc`): each request is one turn with its own
+stop reason, which a client can rely on. Redirecting the running turn is the
+`_assembler/steer` extension method (`agent.steer`: delivered after the running tool
+calls, before the next model request).
+
+`session/cancel` stops the running turn and every turn still waiting: the run is
+cancelled (its tools stopped, command processes killed, sub-agents closed), calls it
+had announced and not finished are ended as failed, and each turn answers with the
+stop reason `cancelled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from acp import RequestError, update_agent_thought_text
+from acp.interfaces import Client
+from acp.schema import PromptResponse, StopReason
+
+from assembler.acp.permissions import EditorApprover
+from assembler.acp.updates import TurnUpdates, Update, history_updates
+from assembler.agent.agent import Agent
+from assembler.runner.events import RunEnd
+from assembler.tools.base import Tool
+
+STOP_REASONS: dict[str, StopReason] = {
+    "completed": "end_turn",
+    "max_turns": "max_turn_requests",
+    "blocked": "refusal",
+    "cancelled": "cancelled",
+}
+"""A run's end (`RunEnd.reason`) as the protocol's stop reason; `error` is none of
+them and answers the request with an error instead."""
+
+
+class EditorSession:
+    """The agent of one session and the turns that run on it."""
+
+    def __init__(self, session_id: str, agent: Agent, client: Client) -> None:
+        self.id = session_id
+        self.agent = agent
+        self.client = client
+        self.workspace = agent.manifest.workspace.resolve()
+        self.turn: TurnUpdates | None = None
+        self._turns = asyncio.Lock()
+        self._tickets = 0  # turns received
+        self._cancelled_before = 0  # turns received before the latest cancel
+        self._running: asyncio.Task[PromptResponse] | None = None
+        member = agent.team.member if agent.team is not None else None
+        self._team: dict[str, Path] = {
+            m.path: m.manifest.workspace.resolve()
+            for m in (member.descendants() if member is not None else ())
+        }
+        agent.set_approver(
+            EditorApprover(client, session_id, lambda: self.turn),
+            timeout=agent.manifest.limits.permission_timeout,
+        )
+
+    def tool(self, name: str) -> Tool | None:
+        return self.agent.registry.get(name)
+
+    async def replay(self) -> None:
+        """Send the conversation so far (`session/load`)."""
+        for update in history_updates(self.agent.messages, self.tool, self.workspace):
+            await self._send(update)
+
+    async def prompt(self, text: str) -> PromptResponse:
+        """Run one turn (after the turns before it) and say why it stopped."""
+        ticket = self._tickets
+        self._tickets += 1
+        async with self._turns:
+            if ticket < self._cancelled_before:
+                return PromptResponse(stop_reason="cancelled")
+            task = asyncio.create_task(self._run(text))
+            self._running = task
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:  # the connection is closing
+                task.cancel()
+                await asyncio.wait({task})
+                raise
+            finally:
+                self._running = None
+            if task.cancelled():
+                if self.turn is not None:
+                    for update in self.turn.close_open("cancelled"):
+                        await self._send(update)
+                return PromptResponse(stop_reason="cancelled")
+            return task.result()
+
+    def cancel(self) -> None:
+        """Stop the running turn and every turn received so far."""
+        self._cancelled_before = self._tickets
+        if self._running is not None and not self._running.done():
+            self._running.cancel()
+
+    def steer(self, text: str) -> bool:
+        """Deliver `text` to the running turn; False when none runs."""
+        if self._running is None or self._running.done():
+            return False
+        self.agent.steer(text)
+        return True
+
+    async def _run(self, text: str) -> PromptResponse:
+        turn = TurnUpdates(self.tool, self.workspace, self._team)
+        self.turn = turn
+        end: RunEnd | None = None
+        events = self.agent.stream(text)
+        try:
+            async for event in events:
+                if isinstance(event, RunEnd):
+                    end = event
+                    continue
+                for update in turn.updates(event):
+                    await self._send(update)
+        finally:  # an async generator left open would finish at some random later time
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+        return await self._stopped(end)
+
+    async def _stopped(self, end: RunEnd | None) -> PromptResponse:
+        if end is None or end.reason not in STOP_REASONS:
+            message = (end.message if end is not None else "") or "the run failed"
+            raise RequestError(-32603, message, {"reason": end.reason if end else "error"})
+        if end.message:  # why it stopped early: the user reads it, the model does not
+            await self._send(update_agent_thought_text(end.message + "\n"))
+        return PromptResponse(stop_reason=STOP_REASONS[end.reason])
+
+    async def _send(self, update: Update) -> None:
+        await self.client.session_update(session_id=self.id, update=update)

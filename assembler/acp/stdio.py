@@ -1,0 +1,130 @@
+"""The protocol's own stdin and stdout, and nothing else on them.
+
+ACP is JSON-RPC over the agent's stdin and stdout: one stray byte on stdout (a
+`print()` in an extension, a C library's message, a child process that inherits the
+descriptor) breaks the editor's parser, and a child that reads stdin steals requests.
+`claim_stdio` therefore takes both descriptors for the protocol before anything else
+runs: it keeps duplicates of them for the connection, points descriptor 1 at stderr
+and descriptor 0 at `/dev/null`. Everything that is not protocol then lands on
+stderr, where editors show it as the agent's log, whoever wrote it and however.
+
+`open_streams` turns the two kept descriptors into the asyncio streams the SDK's
+connection takes. Input is read in a daemon thread (any kind of file works: a pipe
+from an editor, a file of requests when debugging); output goes through the event
+loop's pipe transport, or written directly when it is a regular file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ProtocolFiles:
+    """The descriptors the protocol reads from and writes to."""
+
+    input: int
+    output: int
+
+
+def claim_stdio() -> ProtocolFiles:
+    """Keep stdin and stdout for the protocol; from now on descriptor 1 is stderr and
+    descriptor 0 reads nothing."""
+    sys.stdout.flush()
+    files = ProtocolFiles(os.dup(0), os.dup(1))
+    os.set_inheritable(files.input, False)
+    os.set_inheritable(files.output, False)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    return files
+
+
+async def open_streams(files: ProtocolFiles) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The protocol's input as a `StreamReader`, its output as a `StreamWriter`."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    _feed(files.input, reader, loop)
+    mode = os.fstat(files.output).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+        pipe = os.fdopen(files.output, "wb", buffering=0)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
+        return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    file_transport = _FileTransport(files.output)
+    return reader, asyncio.StreamWriter(file_transport, _Drained(), None, loop)
+
+
+_LINE_LIMIT = 50 * 1024 * 1024
+"""The longest message accepted, as the SDK's own stdio default: a prompt with an
+embedded file can be large."""
+
+
+def _feed(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    """Copy `fd` into `reader` from a daemon thread until the end of input. The thread
+    blocks in `os.read` only, so the process can exit while it waits."""
+
+    def post(data: bytes | None) -> bool:
+        try:
+            if data is None:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            else:
+                loop.call_soon_threadsafe(reader.feed_data, data)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            return False
+        return True
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                post(None)
+                return
+            if not post(chunk):
+                return
+
+    threading.Thread(target=pump, name="assemble-acp-input", daemon=True).start()
+
+
+class _Drained(asyncio.Protocol):
+    """The protocol of `_FileTransport`: writes finish at once, so draining never waits."""
+
+    async def _drain_helper(self) -> None:
+        return None
+
+
+class _FileTransport(asyncio.WriteTransport):
+    """Writes to a regular file (output redirected to a file when debugging), which the
+    event loop cannot watch; each write completes before it returns."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview[Any]) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def can_write_eof(self) -> bool:
+        return False

@@ -1,0 +1,60 @@
+"""`assemble acp`: serve an agent to an editor over the Agent Client Protocol (see
+assembler.acp)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
+
+
+@click.command(epilog="\b\nExample:\n  assemble acp agents/reviewer.yaml --trust")
+@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@agent_options
+def acp(
+    manifest: Path,
+    model: str | None,
+    session_dir: Path | None,
+    no_session: bool,
+    trust: bool,
+    **resources: Any,
+) -> None:
+    """Serve MANIFEST's agent over the Agent Client Protocol (JSON-RPC on stdin and
+    stdout), as Zed and JetBrains IDEs start agents. Each editor thread is a new
+    session (a session file); loading a thread resumes its session. Project code runs
+    only in a trusted directory: the editor cannot ask, so trust it first (`assemble
+    trust add DIR`) or pass --trust. Logs go to stderr.
+    """
+    from assembler.extras import require, requires
+
+    require("acp", "assemble acp")  # before anything is read: the one-line message
+    from assembler.acp.stdio import claim_stdio
+    from assembler.agent.agent import Agent
+    from assembler.agent.build import build_agent
+    from assembler.tools.processes import install_exit_handlers
+
+    with requires("acp", "assemble acp"):
+        from assembler.acp.server import serve
+
+    install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
+    files = claim_stdio()  # stdout is the protocol's alone from here on
+    flags = loader_flags(resources)
+    loaded = load(manifest, flags)
+    session_dir = enter_workspace(loaded, session_dir)
+
+    def build(session: str | None) -> Agent:
+        return build_agent(
+            loaded,
+            model=model,
+            flags=flags,
+            session_dir=session_dir,
+            record_session=not no_session,
+            trust=True if trust else None,
+            session=session,
+        )
+
+    asyncio.run(serve(build, files, name=loaded.name, record_sessions=not no_session))
