@@ -30,6 +30,7 @@ _COMMANDS = {
     "trust": ("assembler.cli.trust", "trust"),
     "trace": ("assembler.cli.trace", "trace"),
     "memory": ("assembler.cli.memory", "memory"),
+    "sessions": ("assembler.cli.sessions", "sessions"),
 }
 
 _HELP = {
@@ -42,6 +43,7 @@ _HELP = {
     "trust": "Trust project directories whose code may run.",
     "trace": "Show the audit trace of a run.",
     "memory": "List, show, add, remove and consolidate memory records.",
+    "sessions": "List recorded sessions and show their transcripts.",
 }
 
 

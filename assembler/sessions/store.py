@@ -258,16 +258,24 @@ class Session:
             known.add(entry.id)
             children.setdefault(entry.parent, []).append(entry)
 
-        def node(entry: Entry) -> TreeNode:
-            return TreeNode(entry, tuple(node(c) for c in children.get(entry.id, ())))
-
         roots = [
             e
             for parent, kids in children.items()
             if parent is None or parent not in known
             for e in kids
         ]
-        return [node(entry) for entry in roots]
+        # Built bottom-up without recursion: a session is a chain thousands deep.
+        order: list[Entry] = []
+        stack = list(reversed(roots))
+        while stack:
+            entry = stack.pop()
+            order.append(entry)
+            stack.extend(reversed(children.get(entry.id, ())))
+        built: dict[str, TreeNode] = {}
+        for entry in reversed(order):
+            kids = tuple(built[c.id] for c in children.get(entry.id, ()))
+            built[entry.id] = TreeNode(entry, kids)
+        return [built[entry.id] for entry in roots]
 
     def fork(self, entry_id: str, store: SessionStore | None = None) -> Session:
         """A new session holding exactly the path root..`entry_id`, ids kept.

@@ -1,0 +1,119 @@
+"""Lines typed into an interactive session, read in a thread so the event loop keeps
+running (a line typed while the agent works is a steer, not a wait).
+
+The thread reads one line per `request()` and hands it to the loop, so the session
+decides when the next read starts: on a terminal as soon as a line arrived (the
+person may type at any time); from a pipe or a file only when the session is idle,
+since a script cannot time its lines and means each one as a message of its own.
+
+On a terminal (stdin and stdout both), lines are read with `input()`, which uses
+readline when it is available: line editing, and a history kept in the user's data
+folder (`<data dir>/history`, private to the user) across sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import sys
+import threading
+from pathlib import Path
+from typing import TextIO
+
+from assembler.user_dirs import default_data_dir
+
+HISTORY_LENGTH = 1000
+
+
+def history_file() -> Path:
+    return default_data_dir() / "history"
+
+
+class LineReader:
+    """Reads stdin line by line in a daemon thread; `get()` gives each line, None at
+    the end of input."""
+
+    def __init__(self, *, terminal: bool, prompt_stream: TextIO | None = None) -> None:
+        self.terminal = terminal
+        self.prompt_stream = prompt_stream  # None: the prompt goes where input() puts it
+        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self.pending = False  # a read was requested and its line has not come yet
+        self.pending_prompt = ""
+        self._requests: queue.Queue[str] = queue.Queue()
+        self._loop = asyncio.get_running_loop()
+        self._ended = False
+        self._history: Path | None = None
+        threading.Thread(target=self._read, name="assemble-input", daemon=True).start()
+
+    def request(self, prompt: str = "") -> None:
+        """Start reading the next line (showing `prompt`), unless a read is under way."""
+        if self.pending or self._ended:
+            return
+        self.pending = True
+        self.pending_prompt = prompt
+        self._requests.put(prompt)
+
+    async def get(self) -> str | None:
+        line = await self.lines.get()
+        self.pending = False
+        if line is None:
+            self._ended = True
+        return line
+
+    def _read(self) -> None:
+        while True:
+            prompt = self._requests.get()
+            try:
+                line: str | None = self._read_line(prompt)
+            except (EOFError, OSError, ValueError):
+                line = None
+            except KeyboardInterrupt:  # only the main thread gets them; to be safe
+                line = ""
+            try:
+                self._loop.call_soon_threadsafe(self.lines.put_nowait, line)
+            except RuntimeError:  # the loop is closed: the session is over
+                return
+            if line is None:
+                return
+
+    def _read_line(self, prompt: str) -> str:
+        if self.prompt_stream is None:
+            return input(prompt)  # readline's editing, when stdin and stdout are terminals
+        if prompt:
+            self.prompt_stream.write(prompt)
+            self.prompt_stream.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    # -- history -------------------------------------------------------------------
+
+    def load_history(self) -> None:
+        """Line editing and the history file, on a terminal with readline only."""
+        if not self.terminal or self.prompt_stream is not None:
+            return
+        try:
+            # Imported here: readline changes the terminal's behaviour as it loads, and
+            # is only wanted for a person typing (never in a pipe or for -p).
+            import readline
+        except ImportError:  # not every Python has it (Windows)
+            return
+        path = history_file()
+        readline.set_history_length(HISTORY_LENGTH)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(path)
+        self._history = path
+
+    def save_history(self) -> None:
+        if self._history is None:
+            return
+        import readline  # already loaded by load_history
+
+        path = self._history
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)
+            os.chmod(path, 0o600)  # what a person types can hold secrets
