@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, cast
 
 import pytest
@@ -347,6 +348,11 @@ class Failing:
 
     async def aclose(self) -> None:
         pass
+
+    manifest = SimpleNamespace(limits=SimpleNamespace(permission_timeout=300.0))
+
+    def set_approver(self, approver: Any, *, timeout: float | None = None) -> None:
+        pass  # `serve` makes the client the approver of `ask` rules
 
     def system_prompt(self) -> str:
         raise RuntimeError("boom\nsecond line")
