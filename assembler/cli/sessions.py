@@ -65,7 +65,8 @@ def list_(agent_name: str | None, limit: int | None, fmt: str, session_dir: Path
                 f"{_when(summary.last_activity)}  {summary.entries} entries{origin}\n"
                 f"    {summary.workspace or '-'}\n"
                 f"    {one_line(summary.first_message, 100) or '(no message)'}"
-            )
+            ),
+            color=True,
         )
 
 
@@ -104,10 +105,10 @@ def show(session: str | None, agent_name: str | None, fmt: str, session_dir: Pat
     if fmt == "json":
         text = json.dumps(json_transcript(opened), ensure_ascii=False, indent=2)
         click.echo(for_stdout(text, json_text=True))
-    elif fmt == "md":
-        click.echo(for_stdout(markdown_transcript(opened)), nl=False)
-    else:
-        click.echo(for_stdout(text_transcript(opened)), nl=False)
+    else:  # color=True: click would strip escape sequences from a pipe; the text is the
+        # session's, unchanged, there (on a terminal `for_stdout` has escaped them)
+        shown = markdown_transcript(opened) if fmt == "md" else text_transcript(opened)
+        click.echo(for_stdout(shown), nl=False, color=True)
 
 
 def _when(stamp: str) -> str:

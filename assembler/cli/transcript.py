@@ -120,8 +120,8 @@ def _result_line(message: Mapping[str, Any]) -> str:
 
 def _usage(payload: Mapping[str, Any]) -> str:
     usage = payload.get("usage")
-    if not isinstance(usage, Mapping):
-        return ""
+    if not isinstance(usage, Mapping) or not any(usage.values()):
+        return ""  # a replay reports none
     return f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens"
 
 
