@@ -8,17 +8,25 @@ collected by a thread; `expect` waits for a text to appear after the last match.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
+
+
+def _controlling_terminal() -> None:
+    """In the child, in its new session: make the pty its controlling terminal, so
+    Ctrl-C typed there is a SIGINT to it, as on a real terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 class PtySession:
@@ -30,7 +38,8 @@ class PtySession:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "assembler", *args],
             stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=environment,
-            start_new_session=True,  # its own session: the pty is its controlling terminal
+            # one ioctl in the child, no Python state touched: safe beside threads
+            start_new_session=True, preexec_fn=_controlling_terminal,  # noqa: PLW1509
         )  # fmt: skip
         os.close(slave)
         self.master = master
@@ -52,11 +61,15 @@ class PtySession:
                 self.chunks.append(data)
 
     @property
+    def raw(self) -> str:
+        """Everything written so far, escape sequences included."""
+        with self.lock:
+            return b"".join(self.chunks).decode("utf-8", "replace")
+
+    @property
     def output(self) -> str:
         """Everything written so far, colours and cursor moves removed."""
-        with self.lock:
-            text = b"".join(self.chunks).decode("utf-8", "replace")
-        return ANSI.sub("", text).replace("\r\n", "\n")
+        return ANSI.sub("", self.raw).replace("\r\n", "\n")
 
     def expect(self, text: str, timeout: float = 60) -> str:
         """Wait until `text` appears after the previous match; return the output up to it."""
