@@ -39,16 +39,18 @@ Line 1 is the header, written atomically when the file is created::
      ...metadata}
 
 Every later line is an entry ``{"id", "parent", "type", "time", ...payload}``; `time`
-is ISO-8601 UTC with milliseconds. Entry types the runner writes (payloads are free
-form, these are the conventions):
+is ISO-8601 UTC with milliseconds. Entry types written today (docs/sessions.md has the
+table with every field):
 
 * ``message``: one conversation turn, ``{"message": message_to_dict(msg)}``, plus
   ``"usage": usage_to_dict(u)`` after an assistant response.
-* ``event``: a runner event (turn start/end, errors, cancellation) for the audit trace.
-* ``tool_trace``: an audit record of one tool call (arguments, outcome, duration).
+* ``event``: a run's start (``{"type": "run_start", "prompt"}``) and its ``run_end``.
 * ``compaction``: a summary standing for the entries before ``first_kept``; they stay
   in the file (see `Session.append_compaction` and `sessions.context`).
-* ``model_change``: the model was switched mid-session (``{"model": "provider:name"}``).
+* ``subagent``: a sub-agent call's own session (its id, file and trace file).
+
+Readers skip types they do not know; the audit trace of tool calls has its own file
+(`<id>.trace.jsonl`, `sessions.trace`).
 """
 
 from __future__ import annotations

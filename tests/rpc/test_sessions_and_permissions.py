@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from rpcclient import RpcClient
 
+from assembler.agent.agent import Agent
 from assembler.permissions.policy import NEEDS_APPROVAL
+from assembler.rpc import IMMEDIATE, RpcServer
 
 # Waits (at most about 30 s) until the test creates `go` in the workspace.
 WAIT_FOR_GO = "for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
@@ -269,3 +272,13 @@ def test_rpc_continues_the_latest_session(start: Start, tmp_path: Path) -> None:
     )  # fmt: skip
     assert refused.returncode == 1
     assert "--resume without an ID needs a terminal" in refused.stderr
+
+
+def test_every_method_has_its_example_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## RPC mode", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \| `\{", section, re.M))
+    server = RpcServer(cast(Agent, object()), lambda message: None)
+    assert documented == {"prompt", "cancel", *IMMEDIATE, *server._methods()}
+    for method in documented:
+        assert f'"method": "{method}"' in section, method
