@@ -233,8 +233,13 @@ class Interactive:
             reader.request("")
 
     async def ask(self, question: str) -> str:
-        """Show `question` and return the next line typed (the approver and `/fork`)."""
+        """Show `question` and return the next line typed (the approver and `/fork`);
+        "" once the input has ended."""
+        assert self.reader is not None
         click.echo(question, err=True, nl=False)
+        if self.reader.ended:
+            click.echo(err=True)
+            return ""
         self.answer = asyncio.get_running_loop().create_future()
         self._want_line()
         try:

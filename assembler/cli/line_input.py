@@ -47,6 +47,11 @@ class LineReader:
         self._history: Path | None = None
         threading.Thread(target=self._read, name="assemble-input", daemon=True).start()
 
+    @property
+    def ended(self) -> bool:
+        """The end of input was read: no line will come any more."""
+        return self._ended
+
     def request(self, prompt: str = "") -> None:
         """Start reading the next line (showing `prompt`), unless a read is under way."""
         if self.pending or self._ended:

@@ -347,3 +347,46 @@ def test_colours_on_a_terminal_and_none_with_no_color(
         chat.send("/exit")
         assert chat.wait() == 0
         assert bool(SGR.search(chat.raw)) is coloured, chat.raw
+
+
+def test_the_end_of_input_at_a_question_refuses_it_and_every_later_one(
+    project: Path, terminal: list[PtySession]
+) -> None:
+    asking(project, "echo one", "echo two")
+    chat = start(terminal, project)
+    chat.send("go")
+    chat.expect("allow? [y/a/N] ")
+    os.write(chat.master, b"\x04")  # Ctrl-D: the end of input
+    chat.expect("(input ended: leaving after this turn; Ctrl-C stops it now)")
+    chat.expect("Done.")
+    assert chat.wait() == 0
+    assert all(result.startswith("tool call denied") for result in tool_results(project))
+    assert len(tool_results(project)) == 2
+
+
+def test_resume_without_an_id_offers_a_pick_list(project: Path, terminal: list[PtySession]) -> None:
+    script(project, "- text: Noted.\n")
+    for prompt in ("the older one", "the newer one"):
+        done = piped(project, f"{prompt}\n/exit\n")
+        assert done.returncode == 0, done.stderr
+    folder = Path(os.environ["ASSEMBLER_DATA_DIR"]) / "sessions" / "chat"
+    older = next(
+        p for p in folder.glob("*.jsonl")
+        if not p.name.endswith(".trace.jsonl") and "the older one" in p.read_text()
+    )  # fmt: skip
+    os.utime(older, (older.stat().st_mtime - 60,) * 2)
+
+    chat = PtySession(["run", str(project / "agent.yaml"), "--trust", "--resume"], cwd=project)
+    terminal.append(chat)
+    listed = chat.expect("Resume which session")
+    assert listed.index("the newer one") < listed.index("the older one")
+    chat.send("2")
+    chat.expect(f"session {older.name.removesuffix('.jsonl')} (resumed, 2 messages so far)")
+    chat.expect("> ")
+    chat.interrupt()  # Ctrl-C at the prompt: how to leave, not a crash
+    chat.expect("(/exit or Ctrl-D to leave)")
+    chat.send("and more")
+    chat.expect("Noted.")
+    chat.send("/exit")
+    assert chat.wait() == 0
+    assert "and more" in older.read_text()
