@@ -34,6 +34,7 @@ class PtySession:
         self, args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
     ) -> None:
         master, slave = os.openpty()
+        self.initial_modes = termios.tcgetattr(master)  # before the program touches them
         environment = {**os.environ, "TERM": "xterm", "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "assembler", *args],

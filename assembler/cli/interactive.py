@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -75,7 +75,7 @@ class Interactive:
         self.reader = LineReader(
             terminal=self.terminal, prompt_stream=sys.stderr if self.as_json else None
         )
-        self.reader.load_history()
+        self.reader.open()
         if self.approvals:
             self.agent.set_approver(ConsoleApprover(self.ask))
         try:
@@ -91,7 +91,7 @@ class Interactive:
                     loop.remove_signal_handler(signal.SIGINT)
                 await self._stop_work()
         finally:
-            self.reader.save_history()
+            self.reader.close()
             await self.agent.aclose()
             session_note(self.agent, self.as_json)
         return 1 if self.turns and self.failed == self.turns else 0
@@ -229,7 +229,7 @@ class Interactive:
             return
         if idle and not self.asking:
             reader.request(PROMPT)
-        elif self.terminal or self.asking:
+        elif self.asking or (self.terminal and not self.leaving):
             reader.request("")
 
     async def ask(self, question: str) -> str:
@@ -248,7 +248,7 @@ class Interactive:
             self.answer = None
 
 
-def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Any) -> bool:
+def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> bool:
     """Route Ctrl-C to `handler` on the loop (not where the platform cannot)."""
     try:
         loop.add_signal_handler(signal.SIGINT, handler)

@@ -20,7 +20,7 @@ import queue
 import sys
 import threading
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from assembler.user_dirs import default_data_dir
 
@@ -45,6 +45,7 @@ class LineReader:
         self._loop = asyncio.get_running_loop()
         self._ended = False
         self._history: Path | None = None
+        self._terminal_state: list[Any] | None = None
         threading.Thread(target=self._read, name="assemble-input", daemon=True).start()
 
     @property
@@ -94,12 +95,14 @@ class LineReader:
             raise EOFError
         return line.rstrip("\n")
 
-    # -- history -------------------------------------------------------------------
+    # -- the terminal and the history ---------------------------------------------------
 
-    def load_history(self) -> None:
-        """Line editing and the history file, on a terminal with readline only."""
+    def open(self) -> None:
+        """Remember the terminal's settings, and load line editing and the history
+        (on a terminal with readline only)."""
         if not self.terminal or self.prompt_stream is not None:
             return
+        self._terminal_state = _terminal_settings()
         try:
             # Imported here: readline changes the terminal's behaviour as it loads, and
             # is only wanted for a person typing (never in a pipe or for -p).
@@ -112,13 +115,35 @@ class LineReader:
             readline.read_history_file(path)
         self._history = path
 
-    def save_history(self) -> None:
-        if self._history is None:
-            return
-        import readline  # already loaded by load_history
+    def close(self) -> None:
+        """Save the history, and give the terminal back as it was: the session may end
+        while the reading thread is inside readline, which has switched echo and line
+        mode off until a line is complete."""
+        if self._history is not None:
+            import readline  # already loaded by `open`
 
-        path = self._history
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            readline.write_history_file(path)
-            os.chmod(path, 0o600)  # what a person types can hold secrets
+            path = self._history
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                readline.write_history_file(path)
+                os.chmod(path, 0o600)  # what a person types can hold secrets
+        if self._terminal_state is not None:
+            _restore_terminal(self._terminal_state)
+
+
+def _terminal_settings() -> list[Any] | None:
+    try:
+        import termios  # Imported here: POSIX only, and only for a terminal
+    except ImportError:
+        return None
+    try:
+        return termios.tcgetattr(sys.stdin.fileno())
+    except (OSError, ValueError, termios.error):
+        return None
+
+
+def _restore_terminal(state: list[Any]) -> None:
+    import termios  # loaded by `_terminal_settings`
+
+    with contextlib.suppress(OSError, ValueError, termios.error):
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, state)

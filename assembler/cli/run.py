@@ -8,7 +8,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import click
 
@@ -138,7 +138,7 @@ async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> in
     return await session.run()
 
 
-def _prompt_with_stdin(prompt: str, stdin: Any) -> str:
+def _prompt_with_stdin(prompt: str, stdin: TextIO) -> str:
     """`-p -`: the prompt is all of stdin. `-p TEXT` with stdin a pipe or a file: TEXT,
     a blank line, then what was piped (`cat log.txt | assemble run a.yaml -p explain`).
     A terminal, /dev/null or no stdin at all add nothing."""
@@ -153,7 +153,7 @@ def _prompt_with_stdin(prompt: str, stdin: Any) -> str:
     return f"{prompt}\n\n{piped}" if piped and piped.strip() else prompt
 
 
-def _is_piped(stream: Any) -> bool:
+def _is_piped(stream: TextIO) -> bool:
     """Stdin is a pipe, a socket or a regular file (not a terminal, not /dev/null)."""
     try:
         mode = os.fstat(stream.fileno()).st_mode
@@ -162,7 +162,7 @@ def _is_piped(stream: Any) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
 
 
-def _read_all(stream: Any) -> str | None:
+def _read_all(stream: TextIO) -> str | None:
     """All of `stream` as text (invalid UTF-8 replaced); None when it cannot be read."""
     raw: BinaryIO | None = getattr(stream, "buffer", None)
     try:
@@ -180,7 +180,7 @@ def _read_all(stream: Any) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def _is_terminal(stream: Any) -> bool:
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):

@@ -98,7 +98,7 @@ def _message(entry: Entry) -> Mapping[str, Any] | None:
     return message if entry.type == "message" and isinstance(message, Mapping) else None
 
 
-def _call_line(call: Any) -> str:
+def _call_line(call: object) -> str:
     if not isinstance(call, Mapping):
         return "?"
     arguments = call.get("arguments")

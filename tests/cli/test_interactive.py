@@ -10,6 +10,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -390,3 +391,24 @@ def test_resume_without_an_id_offers_a_pick_list(project: Path, terminal: list[P
     chat.send("/exit")
     assert chat.wait() == 0
     assert "and more" in older.read_text()
+
+
+def test_the_terminal_is_given_back_as_it_was(project: Path, terminal: list[PtySession]) -> None:
+    """The session can end while the reading thread is inside readline (echo and line
+    mode off while it edits a line): here SIGTERM in the middle of a turn."""
+    import signal
+    import termios
+
+    script(project, f"- tool_calls: [{{name: bash, arguments: {{command: '{WAIT_FOR_GO}'}}}}]\n")
+    chat = start(terminal, project)
+    before = chat.initial_modes  # as a shell would leave them
+    assert before[3] & termios.ECHO and before[3] & termios.ICANON
+    chat.send("start")
+    chat.expect("→ bash")
+    deadline = time.monotonic() + 30  # readline takes the terminal for the next line
+    while termios.tcgetattr(chat.master)[3] & termios.ECHO and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not termios.tcgetattr(chat.master)[3] & termios.ECHO
+    chat.process.send_signal(signal.SIGTERM)
+    assert chat.wait() == 128 + signal.SIGTERM
+    assert termios.tcgetattr(chat.master) == before
