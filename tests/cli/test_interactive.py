@@ -19,8 +19,19 @@ from ptyrun import PtySession
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
-# Waits (at most about 30 s) until the test creates `go` in the workspace.
-WAIT_FOR_GO = "for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+# Says it started (the file `started`), then waits (at most about 30 s) until the test
+# creates `go` in the workspace.
+WAIT_FOR_GO = (
+    "touch started; for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+)
+
+
+def wait_until_started(workspace: Path) -> None:
+    """The tool is running (a steer sent before it starts skips it instead)."""
+    deadline = time.monotonic() + 30  # a guard against hanging, not a timing check
+    while not (workspace / "started").exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -100,6 +111,7 @@ def test_a_line_typed_while_a_tool_runs_steers_the_run(
     chat = start(terminal, project)
     chat.send("start the work")
     chat.expect("→ bash")
+    wait_until_started(project / "work")
     chat.send("also look at the notes")
     chat.expect("(queued steer: also look at the notes; delivered after the running tools)")
     (project / "work" / "go").touch()

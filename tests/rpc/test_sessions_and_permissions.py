@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -21,8 +22,20 @@ from assembler.agent.agent import Agent
 from assembler.permissions.policy import NEEDS_APPROVAL
 from assembler.rpc import IMMEDIATE, RpcServer
 
-# Waits (at most about 30 s) until the test creates `go` in the workspace.
-WAIT_FOR_GO = "for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+# Says it started (the file `started`), then waits (at most about 30 s) until the test
+# creates `go` in the workspace.
+WAIT_FOR_GO = (
+    "touch started; for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+)
+
+
+def wait_until_started(workspace: Path) -> None:
+    """The tool is running (a steer sent before it starts skips it instead)."""
+    deadline = time.monotonic() + 30  # a guard against hanging, not a timing check
+    while not (workspace / "started").exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+
 
 ASKING = "permissions:\n  default: ask\n  allow: [read]\n"
 
@@ -161,6 +174,7 @@ def test_steer_and_follow_up_while_a_slow_tool_runs(start: Start, tmp_path: Path
     rpc = start(bash(WAIT_FOR_GO) + "- text: Steered.\n- text: Followed up.\n")
     rpc.send({"id": 1, "method": "prompt", "params": {"text": "Wait for go."}})
     rpc.until(is_event(1, "tool_call"))
+    wait_until_started(tmp_path / "work")
     steered = rpc.call(2, "steer", text="check the notes too")
     assert steered["result"] == {"queued": True, "streaming": True}
     assert rpc.call(3, "follow_up", text="then summarise")["result"]["queued"] is True
