@@ -19,7 +19,7 @@ from typing import IO
 
 from _timing import report
 
-from assembler.rpc import MAX_LINE_BYTES, Input, _read_lines
+from assembler.rpc import MAX_LINE_BYTES, Input, read_lines
 
 SIZES = [16 * 1024, 160 * 1024, 1600 * 1024, MAX_LINE_BYTES]
 
@@ -50,7 +50,7 @@ def through_reader(data: bytes) -> float:
 
         with _pipe(data) as source:
             start = time.perf_counter()
-            _read_lines(source, loop, deliver)  # type: ignore[arg-type]
+            read_lines(source, loop, deliver)  # type: ignore[arg-type]
             await finished
             elapsed = time.perf_counter() - start
         assert sizes == [len(data) - 1], sizes

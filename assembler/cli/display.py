@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from assembler.runner.events import (
+    Compacted,
     Diagnostic,
     ErrorEvent,
     Event,
@@ -30,6 +31,7 @@ from assembler.runner.events import (
     ToolCallResult,
     TurnEnd,
     TurnStart,
+    UserMessageDelivered,
 )
 from assembler.text import one_line, terminal_safe
 
@@ -129,6 +131,14 @@ def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None
         )
     if isinstance(event, Diagnostic):
         return f"{event.severity}: {event.message}", "yellow"
+    if isinstance(event, UserMessageDelivered):  # a steer or follow-up reached the model
+        return f"» {event.source.replace('_', '-')} delivered: {one_line(event.text, 80)}", "cyan"
+    if isinstance(event, Compacted):
+        return (
+            f"compacted ({event.reason}): {event.summarised} messages summarised, "
+            f"{event.kept} kept; the context held {event.tokens_before:,} tokens",
+            "yellow",
+        )
     if isinstance(event, ErrorEvent):
         return f"error: {event.message}", "red"
     if sub_agent and isinstance(event, RunStart):

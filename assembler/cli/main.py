@@ -32,6 +32,7 @@ _COMMANDS = {
     "trace": ("assembler.cli.trace", "trace"),
     "memory": ("assembler.cli.memory", "memory"),
     "eval": ("assembler.cli.eval", "eval_command"),
+    "sessions": ("assembler.cli.sessions", "sessions"),
 }
 
 _HELP = {
@@ -46,6 +47,7 @@ _HELP = {
     "trace": "Show the audit trace of a run.",
     "memory": "List, show, add, remove and consolidate memory records.",
     "eval": "Run an agent over an eval file's tasks and report pass rates.",
+    "sessions": "List recorded sessions and show their transcripts.",
 }
 
 

@@ -6,11 +6,15 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
+from assembler.cli.resume import SessionRequest, choose_session, session_options
+
+if TYPE_CHECKING:
+    from assembler.permissions.policy import PermissionMode
 
 
 @click.command(
@@ -19,6 +23,7 @@ from assembler.cli.common import agent_options, enter_workspace, load, loader_fl
     "| assemble rpc agents/reviewer.yaml"
 )
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@session_options
 @agent_options
 def rpc(
     manifest: Path,
@@ -26,24 +31,34 @@ def rpc(
     session_dir: Path | None,
     no_session: bool,
     trust: bool,
+    continue_: bool,
+    resume: str | None,
+    fork: str | None,
+    permission_mode: PermissionMode,
     **resources: Any,
 ) -> None:
     """Serve MANIFEST's agent over JSON lines: one request per stdin line,
     `{"id": 1, "method": "prompt", "params": {"text": "..."}}`; events and results on
-    stdout. Methods: prompt, cancel, system_prompt, tools, messages, reload, shutdown.
-    A `cancel` stops the running prompt at once; other requests are answered in order.
+    stdout. Methods: prompt, cancel, steer, follow_up, state, compact, fork, sessions,
+    switch_session, new_session, permission_reply, system_prompt, tools, messages,
+    reload, shutdown. `cancel`, `steer`, `follow_up`, `state` and `permission_reply`
+    are answered at once; other requests in order. `--resume` needs an ID here.
     """
     from assembler.agent.build import build_agent
     from assembler.rpc import serve
     from assembler.tools.processes import install_exit_handlers
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
+    request = SessionRequest.from_options(continue_, resume, fork)
     flags = loader_flags(resources)
     out = sys.stdout
     # stdout carries the protocol: a stray print() from an extension goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         loaded = load(manifest, flags)
         session_dir = enter_workspace(loaded, session_dir)
+        session, fork_entry = choose_session(
+            request, loaded, session_dir, record=not no_session, can_ask=False
+        )
         agent = build_agent(
             loaded,
             model=model,
@@ -51,5 +66,10 @@ def rpc(
             session_dir=session_dir,
             record_session=not no_session,
             trust=True if trust else None,
+            session=session,
+            fork=fork_entry,
+            permission_mode=permission_mode,
         )
+        if permission_mode == "bypass":
+            click.secho("permission mode: bypass (every call not denied runs)", err=True)
         asyncio.run(serve(agent, stdout=out))

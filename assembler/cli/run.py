@@ -1,12 +1,14 @@
-"""`assemble run`: one prompt to completion, or an interactive session."""
+"""`assemble run`: one prompt to completion (`-p`), or an interactive session
+(`cli/interactive.py`); a new session, or one continued (`cli/resume.py`)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
+import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import click
 
@@ -18,30 +20,36 @@ from assembler.cli.common import (
     load_reporting,
     loader_flags,
 )
-from assembler.cli.main import report_error
-from assembler.cli.spinner import Spinner, spinner_wanted
-from assembler.errors import AssemblerError
-from assembler.text import terminal_json, terminal_safe
+from assembler.cli.resume import SessionRequest, choose_session, session_options, terminal_can_ask
+from assembler.errors import UsageError
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
-    from assembler.extensions.api import Command
-    from assembler.runner.events import Event
+    from assembler.permissions.policy import PermissionMode
+
+MAX_PIPED_BYTES = 16 * 1024 * 1024
+"""The most a prompt may take from stdin: more is beyond any model's context."""
 
 
 @click.command(
     epilog="\b\nExample:\n"
     '  assemble run agents/reviewer.yaml -p "review the last commit"\n'
-    "  assemble run agents/reviewer.yaml --model anthropic:claude-sonnet-4-5"
+    '  git diff | assemble run agents/reviewer.yaml -p "review this diff"\n'
+    "  assemble run agents/reviewer.yaml --continue"
 )
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
-    "-p", "--prompt", "prompt", help="Run this prompt to completion, print the answer and exit."
+    "-p",
+    "--prompt",
+    "prompt",
+    help="Run this prompt to completion, print the answer and exit. Piped stdin is "
+    "appended to it; `-p -` reads the whole prompt from stdin.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
 @click.option(
     "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
 )
+@session_options
 @agent_options
 def run(
     manifest: Path,
@@ -52,20 +60,33 @@ def run(
     session_dir: Path | None,
     no_session: bool,
     trust: bool,
+    continue_: bool,
+    resume: str | None,
+    fork: str | None,
+    permission_mode: PermissionMode,
     **resources: Any,
 ) -> None:
     """Run MANIFEST's agent on a prompt (-p), or interactively.
 
-    Interactive: type a message; Ctrl-C cancels the current turn, /exit (or Ctrl-D)
-    leaves. Tool calls and results are shown on stderr.
+    Interactive: type a message; a line typed while the agent works steers it, /help
+    lists the commands, Ctrl-C cancels the current turn, /exit (or Ctrl-D) leaves.
+    Tool calls and results are shown on stderr. --continue and --resume go on with an
+    earlier session; `assemble sessions list` shows them.
     """
     from assembler.agent.build import build_agent
+    from assembler.cli.turns import banner
     from assembler.tools.processes import install_exit_handlers
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
+    request = SessionRequest.from_options(continue_, resume, fork)
+    if prompt is not None:
+        prompt = _prompt_with_stdin(prompt, sys.stdin)
     flags = loader_flags(resources)
     shown = load_reporting(manifest, flags)
     session_dir = enter_workspace(shown.manifest, session_dir)
+    session, fork_entry = choose_session(
+        request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
+    )
     agent = build_agent(
         shown.manifest,
         model=model,
@@ -74,8 +95,11 @@ def run(
         record_session=not no_session,
         trust=True if trust else None,
         ask_trust=ask_trust,
+        session=session,
+        fork=fork_entry,
+        permission_mode=permission_mode,
     )
-    _banner(agent, quiet=as_json)
+    banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
     if prompt is not None:
@@ -83,160 +107,81 @@ def run(
         if reason != "completed":
             sys.exit(1)
         return
-    _interactive(agent, as_json, max_turns)
-
-
-def _banner(agent: Agent, *, quiet: bool) -> None:
-    """Which agent, which model, where requests go (a manifest's `base_url` is always
-    shown, so a manifest cannot redirect requests unseen), which workspace."""
-    if quiet:
-        return
-    endpoint = agent.runner.endpoint
-    where = f" via {endpoint}" if endpoint else ""
-    click.secho(
-        terminal_safe(
-            f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}"
-        ),
-        err=True,
-        dim=True,
-    )
-
-
-async def _drive(
-    agent: Agent, prompt: str, as_json: bool, max_turns: int | None, *, answer_only: bool = False
-) -> str:
-    from assembler.cli.display import EventPrinter
-    from assembler.runner.events import RunEnd
-
-    printer = EventPrinter(answer_only=answer_only)
-    reason = "error"
-    # -p on a terminal: a sign of life on stderr while the model (or a tool) works
-    spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
-    drawing = asyncio.ensure_future(spinner.run()) if spinner is not None else None
-    running: list[str] = []  # tools proposed and not finished: what the spinner waits for
-    try:
-        async for event in agent.stream(prompt, max_turns=max_turns):
-            if spinner is not None:
-                spinner.touch(_waiting_for(event, running))
-            if as_json:
-                click.echo(terminal_json(event.to_dict()))
-            else:
-                printer.show(event)
-            if isinstance(event, RunEnd):
-                reason = event.reason
-    finally:
-        if drawing is not None:
-            drawing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await drawing
-    return reason
-
-
-def _waiting_for(event: Event, running: list[str]) -> str:
-    """What the spinner says after `event`: the tools still running, or the model."""
-    from assembler.runner.events import ToolCallProposed, ToolCallResult
-
-    if isinstance(event, ToolCallProposed):
-        running.append(event.call.name)
-    elif isinstance(event, ToolCallResult) and event.call.name in running:
-        running.remove(event.call.name)
-    return f"running {', '.join(running)}" if running else "waiting for the model"
+    code = asyncio.run(_interactive(agent, as_json, max_turns))
+    if code:
+        sys.exit(code)
 
 
 async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
+    """`-p`: nobody can answer an `ask` (it is a deny the model reads) unless
+    `--permission-mode` decides asks."""
+    from assembler.cli.turns import drive, session_note
+
     try:
-        return await _drive(agent, prompt, as_json, max_turns, answer_only=True)
+        return await drive(agent, prompt, as_json, max_turns, answer_only=True)
     finally:
         await agent.aclose()
-        _session_note(agent, as_json)
+        session_note(agent, as_json)
 
 
-def _session_note(agent: Agent, quiet: bool) -> None:
-    if agent.session is not None and not quiet:
-        click.secho(terminal_safe(f"session: {agent.session.path}"), err=True, dim=True)
+async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> int:
+    from assembler.cli.interactive import Interactive
+
+    terminal = _is_terminal(sys.stdin)
+    session = Interactive(
+        agent,
+        as_json=as_json,
+        max_turns=max_turns,
+        terminal=terminal,
+        approvals=terminal and not as_json and _is_terminal(sys.stderr),
+    )
+    return await session.run()
 
 
-def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> None:
-    """A read-eval loop on one event loop, so servers and sessions live across turns.
-
-    `asyncio.Runner` turns Ctrl-C during a turn into cancelling that turn's task; the
-    runner then answers the pending tool calls as cancelled, so the conversation
-    stays valid and the next message continues it.
-    """
-    commands = agent.parts.commands
-    with asyncio.Runner() as loop:
-        try:
-            loop.run(agent.start())
-            if not as_json:
-                click.secho(
-                    "Type a message; /exit or Ctrl-D to leave, Ctrl-C cancels a turn.",
-                    err=True,
-                    dim=True,
-                )
-            while True:
-                try:
-                    line = _read_line(as_json)
-                except EOFError:
-                    click.echo(err=True)
-                    break
-                except KeyboardInterrupt:
-                    click.echo("\n(/exit or Ctrl-D to leave)", err=True)
-                    continue
-                text = line.strip()
-                if not text:
-                    continue
-                if text in {"/exit", "/quit"}:
-                    break
-                if text.startswith("/") and text[1:].split(" ", 1)[0] in commands:
-                    name, _, rest = text[1:].partition(" ")
-                    _command(loop, commands[name], rest)
-                    continue
-                try:
-                    loop.run(_drive(agent, text, as_json, max_turns))
-                except KeyboardInterrupt:
-                    click.secho("\n(turn cancelled)", err=True, fg="yellow")
-                except AssemblerError as e:  # this turn failed; the session goes on
-                    report_error(e)
-        finally:
-            loop.run(agent.aclose())
-            _session_note(agent, as_json)
+def _prompt_with_stdin(prompt: str, stdin: TextIO) -> str:
+    """`-p -`: the prompt is all of stdin. `-p TEXT` with stdin a pipe or a file: TEXT,
+    a blank line, then what was piped (`cat log.txt | assemble run a.yaml -p explain`).
+    A terminal, /dev/null or no stdin at all add nothing."""
+    if prompt == "-":
+        text = _read_all(stdin)
+        if text is None or not text.strip():
+            raise UsageError("`-p -` reads the prompt from stdin, and stdin was empty")
+        return text
+    if not _is_piped(stdin):
+        return prompt
+    piped = _read_all(stdin)
+    return f"{prompt}\n\n{piped}" if piped and piped.strip() else prompt
 
 
-def _read_line(as_json: bool) -> str:
-    """The next message; the prompt goes to stderr when stdout carries JSON lines."""
-    if not as_json:
-        return input("> ")
-    click.echo("> ", err=True, nl=False)
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line
-
-
-def _command(loop: asyncio.Runner, command: Command, argument: str) -> None:
-    """Run an extension's `/command`; its failure is reported, the session goes on."""
-    import inspect
-
+def _is_piped(stream: TextIO) -> bool:
+    """Stdin is a pipe, a socket or a regular file (not a terminal, not /dev/null)."""
     try:
-        result = command.handler(argument)
-        if inspect.isawaitable(result):
-            result = loop.run(_await(result))
-    except KeyboardInterrupt:
-        click.secho("\n(command cancelled)", err=True, fg="yellow")
-        return
-    except Exception as e:
-        click.secho(
-            terminal_safe(
-                f"error: /{command.name} (extension `{command.extension}`) failed: "
-                f"{type(e).__name__}: {e}"
-            ),
-            err=True,
-            fg="red",
+        mode = os.fstat(stream.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # closed, or not a real file
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+
+
+def _read_all(stream: TextIO) -> str | None:
+    """All of `stream` as text (invalid UTF-8 replaced); None when it cannot be read."""
+    raw: BinaryIO | None = getattr(stream, "buffer", None)
+    try:
+        data = raw.read(MAX_PIPED_BYTES + 1) if raw is not None else None
+        if data is None:
+            text = stream.read(MAX_PIPED_BYTES + 1)
+            data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else b""
+    except (OSError, ValueError):
+        return None
+    if len(data) > MAX_PIPED_BYTES:
+        raise UsageError(
+            f"stdin holds more than {MAX_PIPED_BYTES // (1024 * 1024)} MiB, more than any "
+            "model's context: pipe a part of it (head, tail, grep)"
         )
-        return
-    if result is not None:
-        click.echo(terminal_safe(str(result)))
+    return data.decode("utf-8", "replace")
 
 
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

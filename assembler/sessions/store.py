@@ -39,16 +39,18 @@ Line 1 is the header, written atomically when the file is created::
      ...metadata}
 
 Every later line is an entry ``{"id", "parent", "type", "time", ...payload}``; `time`
-is ISO-8601 UTC with milliseconds. Entry types the runner writes (payloads are free
-form, these are the conventions):
+is ISO-8601 UTC with milliseconds. Entry types written today (docs/sessions.md has the
+table with every field):
 
 * ``message``: one conversation turn, ``{"message": message_to_dict(msg)}``, plus
   ``"usage": usage_to_dict(u)`` after an assistant response.
-* ``event``: a runner event (turn start/end, errors, cancellation) for the audit trace.
-* ``tool_trace``: an audit record of one tool call (arguments, outcome, duration).
+* ``event``: a run's start (``{"type": "run_start", "prompt"}``) and its ``run_end``.
 * ``compaction``: a summary standing for the entries before ``first_kept``; they stay
   in the file (see `Session.append_compaction` and `sessions.context`).
-* ``model_change``: the model was switched mid-session (``{"model": "provider:name"}``).
+* ``subagent``: a sub-agent call's own session (its id, file and trace file).
+
+Readers skip types they do not know; the audit trace of tool calls has its own file
+(`<id>.trace.jsonl`, `sessions.trace`).
 """
 
 from __future__ import annotations
@@ -258,16 +260,24 @@ class Session:
             known.add(entry.id)
             children.setdefault(entry.parent, []).append(entry)
 
-        def node(entry: Entry) -> TreeNode:
-            return TreeNode(entry, tuple(node(c) for c in children.get(entry.id, ())))
-
         roots = [
             e
             for parent, kids in children.items()
             if parent is None or parent not in known
             for e in kids
         ]
-        return [node(entry) for entry in roots]
+        # Built bottom-up without recursion: a session is a chain thousands deep.
+        order: list[Entry] = []
+        stack = list(reversed(roots))
+        while stack:
+            entry = stack.pop()
+            order.append(entry)
+            stack.extend(reversed(children.get(entry.id, ())))
+        built: dict[str, TreeNode] = {}
+        for entry in reversed(order):
+            kids = tuple(built[c.id] for c in children.get(entry.id, ()))
+            built[entry.id] = TreeNode(entry, kids)
+        return [built[entry.id] for entry in roots]
 
     def fork(self, entry_id: str, store: SessionStore | None = None) -> Session:
         """A new session holding exactly the path root..`entry_id`, ids kept.

@@ -6,18 +6,17 @@ import asyncio
 import io
 import json
 import os
-import queue
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, cast
 
 import pytest
 from procs import live_processes_with
+from rpcclient import RpcClient
 
 from assembler.agent.agent import Agent
 from assembler.rpc import serve
@@ -86,82 +85,17 @@ def test_system_prompt_and_reload(shipping: Path) -> None:
     assert reloaded["skills"] == ["fix-workflow"] and reloaded["context_files"] == ["AGENTS.md"]  # type: ignore[index]
 
 
-class Server:
-    """`assemble rpc` as a live process: send requests, read replies as they come."""
+class Server(RpcClient):
+    """`assemble rpc` on the shipping example with a replay."""
 
     def __init__(self, shipping: Path, script: str) -> None:
         (shipping / "agents" / "rpc.script.yaml").write_text(script)
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `kill`)
-        self.process = subprocess.Popen(
+        super().__init__(
             [
-                sys.executable, "-m", "assembler", "rpc",
                 str(shipping / "agents" / "shipping-fixer.yaml"),
                 "--trust", "--no-session", "--model", "scripted:rpc.script.yaml",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
+            ]
         )  # fmt: skip
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.replies: list[dict[str, Any]] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put("")
-
-    def send(self, request: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-
-    def until(self, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Read replies until one satisfies `done`; return it (all are kept in `replies`)."""
-        while True:
-            line = self.lines.get(timeout=60)  # a guard against hanging, not a timing check
-            assert line, f"the server exited early: {self.error_output()}"
-            reply = json.loads(line)
-            self.replies.append(reply)
-            if done(reply):
-                return reply
-
-    def final(self, ident: int) -> dict[str, Any]:
-        """The one result or error line for request `ident`, waiting for it if need be."""
-        for reply in self.replies:
-            if reply.get("id") == ident and ("result" in reply or "error" in reply):
-                return reply
-        return self.until(lambda r: r.get("id") == ident and ("result" in r or "error" in r))
-
-    def finish(self) -> list[dict[str, Any]]:
-        """Close stdin, wait for the exit, return every reply."""
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-        while line := self.lines.get(timeout=60):
-            self.replies.append(json.loads(line))
-        assert self.process.returncode == 0, self.error_output()
-        return self.replies
-
-    def kill(self) -> None:
-        """Stop the server, letting it cancel a prompt first: a killed server would
-        leave its commands' process groups running."""
-        if self.process.poll() is None:
-            try:
-                self.send({"id": "cleanup", "method": "cancel"})
-                assert self.process.stdin is not None
-                self.process.stdin.close()
-                self.process.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait(timeout=60)
-        self.stderr.close()
-
-    def error_output(self) -> str:
-        self.stderr.seek(0)
-        return self.stderr.read().decode(errors="replace")
 
 
 @pytest.fixture
@@ -347,6 +281,11 @@ class Failing:
 
     async def aclose(self) -> None:
         pass
+
+    manifest = SimpleNamespace(limits=SimpleNamespace(permission_timeout=300.0))
+
+    def set_approver(self, approver: Any, *, timeout: float | None = None) -> None:
+        pass  # `serve` makes the client the approver of `ask` rules
 
     def system_prompt(self) -> str:
         raise RuntimeError("boom\nsecond line")

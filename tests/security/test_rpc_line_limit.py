@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 from assembler.agent import Agent
@@ -113,6 +114,11 @@ class Listing:
 
     async def aclose(self) -> None:
         pass
+
+    manifest = SimpleNamespace(limits=SimpleNamespace(permission_timeout=300.0))
+
+    def set_approver(self, approver: Any, *, timeout: float | None = None) -> None:
+        pass  # `serve` makes the client the approver of `ask` rules
 
 
 def test_a_text_stream_without_a_file_descriptor_has_the_same_limit() -> None:

@@ -67,6 +67,9 @@ class RawReply:
 Reply = StreamReply | ErrorReply | RawReply
 Responder = Callable[[RecordedRequest], Reply]
 """Decides the reply from the request, like a real server (used when no reply is queued)."""
+Check = Callable[[Any], "ErrorReply | None"]
+"""Validates a request body as the real API does: an error reply rejects it before any
+scripted reply is used (`OpenAIServer.check`, `AnthropicServer.check`)."""
 
 
 @dataclass
@@ -101,10 +104,14 @@ class _Handler(BaseHTTPRequestHandler):
         received = RecordedRequest(
             "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
         )
+        rejection = self.server.check(body) if self.path == self.server.endpoint else None
         with state.lock:
             state.requests.append(received)
-            reply = state.replies.popleft() if state.replies else None
+            reply = state.replies.popleft() if state.replies and rejection is None else None
             responder = state.responder
+        if rejection is not None:
+            self._send_json(rejection.status, rejection.body, rejection.headers)
+            return
         if reply is None and responder is not None:
             reply = responder(received)
         if self.path != self.server.endpoint:
@@ -163,9 +170,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, check: Check) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.endpoint = endpoint
+        self.check = check
         self.state = _State()
 
 
@@ -175,10 +183,14 @@ class ScriptedHTTPServer:
     endpoint = "/"
 
     def __init__(self) -> None:
-        self._server = _Server(self.endpoint)
+        self._server = _Server(self.endpoint, self.check)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
+
+    def check(self, body: Any) -> ErrorReply | None:
+        """The real API's validation of a request body (None: accepted)."""
+        return None
 
     @property
     def url(self) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "error_event",
     "message_stream",
     "stream",
+    "tool_use_order_error",
 ]
 
 MODEL = "claude-test"
@@ -154,3 +155,52 @@ class AnthropicServer(ScriptedHTTPServer):
     """Answers `POST /v1/messages`; give the SDK `base_url` (it appends `/v1/messages`)."""
 
     endpoint = "/v1/messages"
+
+    def check(self, body: Any) -> ErrorReply | None:
+        return tool_use_order_error(body)
+
+
+def tool_use_order_error(body: Any) -> ErrorReply | None:
+    """Anthropic's rule for tool use, as the API enforces it: the message after an
+    assistant message with `tool_use` blocks is a user message with a `tool_result`
+    block for each of them, and a `tool_result` answers a `tool_use` of the message
+    before it. A history that breaks it is an HTTP 400 worded as the API words it."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    uses: list[str] = []  # tool_use ids of the previous (assistant) message
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+        unexpected = [r for r in results if r not in uses]
+        if message.get("role") == "user" and unexpected:
+            return anthropic_error(
+                400,
+                f"messages.{index}.content.0: unexpected `tool_use_id` found in `tool_result` "
+                f"blocks: {', '.join(unexpected)}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message.",
+                kind="invalid_request_error",
+            )
+        missing = [use for use in uses if use not in results]
+        if missing:
+            return _unanswered(missing, index - 1)
+        is_assistant = message.get("role") == "assistant"
+        uses = (
+            [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            if is_assistant
+            else []
+        )
+    return _unanswered(uses, len(messages) - 1) if uses else None
+
+
+def _unanswered(ids: Sequence[str], index: int) -> ErrorReply:
+    return anthropic_error(
+        400,
+        f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+        f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding "
+        "`tool_result` block in the next message.",
+        kind="invalid_request_error",
+    )

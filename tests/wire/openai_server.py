@@ -24,6 +24,7 @@ __all__ = [
     "delta_frame",
     "openai_error",
     "stream",
+    "tool_call_order_error",
 ]
 
 DONE = b"data: [DONE]\n\n"
@@ -133,3 +134,49 @@ class OpenAIServer(ScriptedHTTPServer):
     @property
     def base_url(self) -> str:
         return self.url + "/v1"
+
+    def check(self, body: Any) -> ErrorReply | None:
+        return tool_call_order_error(body)
+
+
+def tool_call_order_error(body: Any) -> ErrorReply | None:
+    """OpenAI's rule for tool calls, as the API enforces it: an assistant message with
+    `tool_calls` is followed by one `tool` message per call id before any other
+    message, and a `tool` message answers a call of the assistant message before it.
+    A history that breaks it is an HTTP 400 worded as the API words it."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    waiting: list[str] = []  # call ids of the last assistant message still unanswered
+    answerable: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in answerable:
+                return openai_error(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'.",
+                    kind="invalid_request_error",
+                )
+            if call_id in waiting:
+                waiting.remove(call_id)
+            continue
+        if waiting:
+            return _unanswered(waiting, index)
+        answerable = set()
+        if role == "assistant" and message.get("tool_calls"):
+            waiting = [str(call.get("id")) for call in message["tool_calls"]]
+            answerable = set(waiting)
+    return _unanswered(waiting, len(messages)) if waiting else None
+
+
+def _unanswered(call_ids: Sequence[str], index: int) -> ErrorReply:
+    return openai_error(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        + ", ".join(call_ids),
+        kind="invalid_request_error",
+    )

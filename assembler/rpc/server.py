@@ -1,42 +1,11 @@
-"""JSON lines over stdio: an editor or another program drives an agent.
-
-One request per line, `{"id": 1, "method": "prompt", "params": {"text": "..."}}`.
-Every request gets exactly one final answer, `{"id": 1, "result": ...}` or
-`{"id": 1, "error": {"type": ..., "message": ...}}`; while a prompt runs, each event
-of the run arrives first as `{"id": 1, "event": {...}}` (the same events as
-`assemble run --json`). A line that is not JSON, or not an object with a string
-`method`, is answered with `id` null (or the request's `id`, when it has one).
-
-Methods: `prompt` (`text`, a non-empty string; `max_turns`, a positive integer),
-`cancel`, `system_prompt`, `tools`, `messages`, `reload`, `shutdown`. `params`, when
-given, must be an object.
-
-Input is read as it arrives, in its own thread, so a `cancel` is handled the moment
-it is read, even while other requests wait: it stops the running prompt and every
-prompt still waiting in line (each answered with an error of type `Cancelled`), and
-answers `{"cancelled": true}` if there was any. Every other request is served in the
-order it was read, one at a time: a request sent while a prompt runs is answered
-after that prompt's final answer.
-
-`shutdown` takes its turn like any other request: it waits for the running prompt
-and the requests before it, answers `{"ok": true}`, and the server stops. To stop a
-running prompt sooner, send `cancel` (before or after `shutdown`); until the server
-stops, any other request read after `shutdown` is answered with an error of type
-`ShuttingDown` (input left unread then is ignored). The end of input acts like a
-`shutdown` without an answer: the requests before it are still served. A request that fails is answered
-with its error: the class name of an `AssemblerError`, `InvalidParams`,
-`MethodNotFound`, or `InternalError` for anything unexpected (its traceback goes to
-stderr). A line longer than `MAX_LINE_BYTES` (16 MiB) is discarded and answered with
-`id` null and an error of type `LineTooLong`. The agent is the one `build_agent` made, exactly as for the CLI and the SDK.
-"""
+"""The RPC server: one request per line in, one answer per request out (the protocol
+is described in `assembler.rpc`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-import threading
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,34 +13,16 @@ from typing import Any, TextIO
 
 from assembler.agent.agent import Agent
 from assembler.errors import AssemblerError
-from assembler.sessions.codec import message_to_dict
+from assembler.rpc.approvals import RpcApprovals
+from assembler.rpc.errors import RpcError
+from assembler.rpc.methods import AgentMethods
+from assembler.rpc.reader import MAX_LINE_BYTES, Input, Line, OverlongLine, read_lines
 from assembler.text import json_type_name, one_line
 
 Write = Callable[[dict[str, Any]], None]
-Line = str | bytes
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
-"""The longest request line accepted, in bytes, not counting the newline. A prompt
-that long is millions of tokens, beyond any model's context; a longer line is
-answered with a `LineTooLong` error and discarded, and the server goes on."""
-
-
-@dataclass(frozen=True)
-class OverlongLine:
-    """Delivered instead of a line longer than `MAX_LINE_BYTES`: its bytes were
-    dropped as they arrived, so it costs no memory, and it is answered with an error."""
-
-
-Input = Line | OverlongLine | None
-"""What the reader delivers: a line, a line that was too long, or None at the end."""
-
-
-class RpcError(Exception):
-    """A request the server refuses; `kind` is the error's `type` in the answer."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+IMMEDIATE = frozenset({"steer", "follow_up", "state", "permission_reply"})
+"""Methods answered the moment they are read, even while a prompt runs (with `cancel`)."""
 
 
 @dataclass(eq=False)
@@ -104,12 +55,15 @@ class RpcServer:
         self.shutting_down = False  # a `shutdown` was read
         self.stopped = False  # the worker is done
         self.closed = False  # the output is gone
+        self.prompt_id: Any = None  # the id of the running prompt
+        self.methods = AgentMethods(agent)
+        self.approvals = RpcApprovals(self.send, lambda: self.prompt_id)
 
     # -- reading -----------------------------------------------------------------
 
     def receive(self, line: Input) -> None:
-        """Take one line of input as soon as it is read: answer `cancel` at once,
-        queue anything else for `run`."""
+        """Take one line of input as soon as it is read: answer `cancel` and the
+        `IMMEDIATE` methods at once, queue anything else for `run`."""
         if self.stopped or self.closed:
             return
         if line is None:
@@ -130,6 +84,8 @@ class RpcServer:
             return
         if request.method == "cancel":
             self._cancel(request)
+        elif request.method in IMMEDIATE:  # also after `shutdown`: a prompt may wait on it
+            self._immediate(request)
         elif self.shutting_down:
             self._error(request.ident, "ShuttingDown", "the server is shutting down")
         else:
@@ -163,6 +119,29 @@ class RpcServer:
             return
         cancelled = self._cancel_prompts()
         self.send({"id": request.ident, "result": {"cancelled": cancelled}})
+
+    def _immediate(self, request: Request) -> None:
+        try:
+            params = request.params_object()
+            if request.method == "permission_reply":
+                result = self.approvals.reply(params)
+            elif request.method == "state":
+                result = self._state()
+            elif request.method == "steer":
+                result = self.methods.steer(params)
+            else:
+                result = self.methods.follow_up(params)
+        except Exception as e:
+            self._fail(request.ident, e)
+            return
+        self.send({"id": request.ident, "result": result})
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            **self.methods.state(),
+            "prompts_waiting": len(self.waiting),
+            "permission_requests": self.approvals.waiting(),
+        }
 
     def _cancel_prompts(self) -> bool:
         """Stop the running prompt and mark the waiting ones; whether there was any."""
@@ -199,7 +178,7 @@ class RpcServer:
                 return
             handler = self._methods().get(request.method)
             if handler is None:
-                known = ", ".join(["prompt", "cancel", *self._methods()])
+                known = ", ".join(["prompt", "cancel", *self._methods(), *sorted(IMMEDIATE)])
                 raise RpcError(
                     "MethodNotFound", f"unknown method {request.method!r}; methods: {known}"
                 )
@@ -209,11 +188,17 @@ class RpcServer:
             self._fail(request.ident, e)
 
     def _methods(self) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
+        methods = self.methods
         return {
-            "system_prompt": self._system_prompt,
-            "tools": self._tools,
-            "messages": self._messages,
-            "reload": self._reload,
+            "system_prompt": methods.system_prompt,
+            "tools": methods.tools,
+            "messages": methods.messages,
+            "reload": methods.reload,
+            "compact": methods.compact,
+            "fork": methods.fork,
+            "sessions": methods.sessions,
+            "switch_session": methods.switch_session,
+            "new_session": methods.new_session,
             "shutdown": self._shutdown,
         }
 
@@ -234,6 +219,7 @@ class RpcServer:
             raise RpcError("InvalidParams", "`max_turns` must be a positive integer")
         task = asyncio.create_task(self._stream(request.ident, text, max_turns))
         self.running = task
+        self.prompt_id = request.ident
         try:
             await asyncio.wait({task})
         except asyncio.CancelledError:  # the server itself is stopping
@@ -243,6 +229,7 @@ class RpcServer:
             raise
         finally:
             self.running = None
+            self.prompt_id = None
         if task.cancelled():
             self._cancelled(request.ident)
         elif (error := task.exception()) is not None:
@@ -264,27 +251,6 @@ class RpcServer:
             if close is not None:
                 await close()
         return final
-
-    async def _system_prompt(self, params: dict[str, Any]) -> Any:
-        return {"text": self.agent.system_prompt()}
-
-    async def _tools(self, params: dict[str, Any]) -> Any:
-        return [
-            {"name": s.name, "description": s.description, "parameters": s.parameters}
-            for s in self.agent.registry.schemas()
-        ]
-
-    async def _messages(self, params: dict[str, Any]) -> Any:
-        return [message_to_dict(m) for m in self.agent.messages]
-
-    async def _reload(self, params: dict[str, Any]) -> Any:
-        snapshot = self.agent.reload()
-        return {
-            "skills": [s.name for s in snapshot.skills],
-            "context_files": [f.path for f in snapshot.context_files],
-            "tools": list(self.agent.registry.names()),
-            "diagnostics": [d.format() for d in snapshot.diagnostics],
-        }
 
     async def _shutdown(self, params: dict[str, Any]) -> Any:
         return {"ok": True}
@@ -328,82 +294,6 @@ class RpcServer:
             self._error(ident, "InternalError", f"{name}: {detail}" if detail else name)
 
 
-def _read_lines(
-    source: TextIO, loop: asyncio.AbstractEventLoop, deliver: Callable[[Input], None]
-) -> None:
-    """Read `source` in a daemon thread, handing each line to `deliver` on `loop`
-    and None at the end. The thread reads the file descriptor itself (no buffered
-    reader's lock held while it waits), so exiting while it blocks is safe.
-
-    Time and memory are linear in the input: each chunk is searched for newlines
-    once and each byte copied once. A line over `MAX_LINE_BYTES` becomes one
-    `OverlongLine` as soon as it crosses the limit, and the rest of it is skipped."""
-
-    def post(line: Input) -> bool:
-        try:
-            loop.call_soon_threadsafe(deliver, line)
-        except RuntimeError:  # the loop is closed: the server is gone
-            return False
-        return True
-
-    def from_fd(fd: int) -> None:
-        parts: list[bytes] = []  # the line so far, joined once when it ends
-        size = 0
-        skipping = False  # inside a line that was too long
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except InterruptedError:
-                continue
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            start = 0
-            while True:
-                end = chunk.find(b"\n", start)
-                piece = chunk[start:] if end < 0 else chunk[start:end]
-                if not skipping and size + len(piece) > MAX_LINE_BYTES:
-                    skipping = True
-                    parts, size = [], 0
-                    if not post(OverlongLine()):
-                        return
-                elif not skipping and piece:
-                    parts.append(piece)
-                    size += len(piece)
-                if end < 0:
-                    break
-                if not skipping and not post(b"".join(parts)):
-                    return
-                parts, size, skipping = [], 0, False
-                start = end + 1
-        if parts:
-            post(b"".join(parts))
-        post(None)
-
-    def from_text() -> None:
-        skipping = False
-        while text := source.readline(MAX_LINE_BYTES + 1):
-            complete = text.endswith("\n")
-            if skipping:  # the rest of a line already refused
-                skipping = not complete
-                continue
-            line: Input = text
-            if len(text.rstrip("\n").encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
-                skipping = not complete
-                line = OverlongLine()
-            if not post(line):
-                return
-        post(None)
-
-    try:
-        fd: int | None = source.fileno()
-    except (AttributeError, OSError, ValueError):  # io.StringIO and friends
-        fd = None
-    target: Callable[[], None] = from_text if fd is None else (lambda: from_fd(fd))
-    threading.Thread(target=target, name="assemble-rpc-input", daemon=True).start()
-
-
 async def serve(agent: Agent, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
     """Read requests from `stdin` until `shutdown` or end of input; close the agent."""
     source = stdin or sys.stdin
@@ -421,10 +311,11 @@ async def serve(agent: Agent, stdin: TextIO | None = None, stdout: TextIO | None
             raise OSError(str(e)) from e
 
     server = RpcServer(agent, write)
+    agent.set_approver(server.approvals, timeout=agent.manifest.limits.permission_timeout)
     try:
         await agent.start()
         server.send({"id": None, "event": {"type": "ready", "agent": agent.name}})
-        _read_lines(source, asyncio.get_running_loop(), server.receive)
+        read_lines(source, asyncio.get_running_loop(), server.receive)
         await server.run()
     finally:
         try:

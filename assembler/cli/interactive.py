@@ -1,0 +1,257 @@
+"""The interactive session of `assemble run` (no `-p`): one event loop for the whole
+session, so servers, the session file and the conversation live across turns.
+
+Input is read in a thread (`line_input.LineReader`) while the agent works: on a
+terminal, a line typed during a turn is a steer (shown as queued, delivered after the
+running tools), `/followup TEXT` waits for the end of the run, and the few commands
+that only look (`/help`, `/tree`, `/session`) answer at once. A question the turn
+asks (a permission `ask`, `/fork`'s pick) takes the next line. From a pipe or a file,
+each line waits for the previous one to finish: a script means each line as a
+message.
+
+Ctrl-C cancels the turn or command in progress (its tool calls are answered as
+cancelled, so the conversation stays valid) and never the session; `/exit` or the
+end of input leave, after the turn in progress. A session in which every turn failed
+exits with status 1; each error is printed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from assembler.cli import slash
+from assembler.cli.approval import ConsoleApprover
+from assembler.cli.line_input import LineReader
+from assembler.cli.main import report_error
+from assembler.cli.turns import drive, session_note
+from assembler.errors import AssemblerError
+from assembler.text import one_line
+
+if TYPE_CHECKING:
+    from assembler.agent.agent import Agent
+
+PROMPT = "> "
+
+
+class Interactive:
+    """One interactive session; `await run()` gives the exit status."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        as_json: bool,
+        max_turns: int | None,
+        terminal: bool,
+        approvals: bool,
+    ) -> None:
+        self.agent = agent
+        self.as_json = as_json
+        self.max_turns = max_turns
+        self.terminal = terminal  # stdin is a terminal: read while the agent works
+        self.approvals = approvals  # a person answers permission asks
+        self.work: asyncio.Task[None] | None = None
+        self.work_kind = ""  # "turn", or the command ("/compact")
+        self.answer: asyncio.Future[str] | None = None
+        self.leaving = False
+        self.turns = 0
+        self.failed = 0
+        self.reader: LineReader | None = None
+
+    @property
+    def asking(self) -> bool:
+        """A question waits for its answer: the next line is that answer."""
+        return self.answer is not None and not self.answer.done()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.reader = LineReader(
+            terminal=self.terminal, prompt_stream=sys.stderr if self.as_json else None
+        )
+        self.reader.open()
+        if self.approvals:
+            self.agent.set_approver(ConsoleApprover(self.ask))
+        try:
+            await self.agent.start()
+            if not self.as_json:
+                slash.note("Type a message; /help lists commands, Ctrl-C cancels a turn, "
+                           "/exit or Ctrl-D leaves.")  # fmt: skip
+            handled = _on_sigint(loop, self._interrupt)
+            try:
+                await self._serve()
+            finally:
+                if handled:
+                    loop.remove_signal_handler(signal.SIGINT)
+                await self._stop_work()
+        finally:
+            self.reader.close()
+            await self.agent.aclose()
+            session_note(self.agent, self.as_json)
+        return 1 if self.turns and self.failed == self.turns else 0
+
+    # -- the loop ------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        assert self.reader is not None
+        reading: asyncio.Future[str | None] | None = None
+        ended = False
+        self._want_line()
+        while True:
+            if reading is None and not ended:
+                reading = asyncio.ensure_future(self.reader.get())
+            waiting: set[asyncio.Future[Any]] = {f for f in (reading, self.work) if f is not None}
+            if not waiting:
+                return
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if self.work is not None and self.work in done:
+                self._finished(self.work)
+                self.work = None
+                if self.leaving:
+                    break
+            if reading is not None and reading in done:
+                line = reading.result()
+                reading = None
+                ended = line is None
+                if not self._take(line):
+                    break
+            self._want_line()
+        if reading is not None:
+            reading.cancel()
+
+    def _take(self, line: str | None) -> bool:
+        """Act on one line (None: the end of input); False to leave now."""
+        if self.answer is not None and self.asking:
+            self.answer.set_result(line or "")
+            if line is not None:
+                return True
+        if line is None:
+            click.echo(err=True)
+            return self._leave("input ended")
+        text = line.strip()
+        if not text:
+            return True
+        command = slash.parse(text)
+        if command is None:
+            self._message(slash.message_text(text))
+        elif command.name == "exit":
+            return self._leave("/exit")
+        elif command.name in slash.BUILTIN or command.name in self.agent.parts.commands:
+            self._command(command)
+        else:
+            slash.unknown(command.name, self.agent.parts.commands)
+        return True
+
+    def _leave(self, why: str) -> bool:
+        if self.work is None:
+            return False
+        self.leaving = True
+        slash.note(f"({why}: leaving after this {self.work_kind}; Ctrl-C stops it now)")
+        return True
+
+    def _message(self, text: str) -> None:
+        if self.work is None:
+            self._start(self._turn(text), "turn")
+        elif self.work_kind == "turn":
+            self.agent.steer(text)
+            slash.note(f"(queued steer: {one_line(text, 60)}; delivered after the running tools)")
+        else:
+            slash.error(f"{self.work_kind} is running: wait for it, or Ctrl-C to cancel it")
+
+    def _command(self, command: slash.Slash) -> None:
+        if self.work is not None and command.name not in slash.WHILE_RUNNING:
+            slash.error(
+                f"/{command.name} waits until the agent is idle: send it again after this "
+                f"{self.work_kind} (Ctrl-C cancels it)"
+            )
+            return
+        if not slash.quick(self.agent, command):
+            self._start(slash.slow(self.agent, command, self.ask), f"/{command.name}")
+
+    # -- work: a turn or a command ------------------------------------------------------
+
+    def _start(self, work: Coroutine[Any, Any, None], kind: str) -> None:
+        self.work = asyncio.ensure_future(work)
+        self.work_kind = kind
+
+    async def _turn(self, text: str) -> None:
+        self.turns += 1
+        reason = await drive(self.agent, text, self.as_json, self.max_turns)
+        if reason != "completed":
+            self.failed += 1
+
+    def _finished(self, work: asyncio.Task[None]) -> None:
+        if work.cancelled():
+            what = "turn" if self.work_kind == "turn" else self.work_kind
+            click.secho(f"\n({what} cancelled)", err=True, fg="yellow")
+            return
+        error = work.exception()
+        if error is None:
+            return
+        if not isinstance(error, AssemblerError):
+            raise error  # a bug of ours: `main` reports it
+        report_error(error)  # this turn failed; the session goes on
+        if self.work_kind == "turn":
+            self.failed += 1
+
+    async def _stop_work(self) -> None:
+        work, self.work = self.work, None
+        if work is not None and not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, AssemblerError):
+                await work
+
+    def _interrupt(self) -> None:
+        """Ctrl-C: cancel the work in progress; when idle, say how to leave."""
+        if self.work is not None and not self.work.done():
+            self.work.cancel()
+            return
+        click.echo(f"\n(/exit or Ctrl-D to leave)\n{PROMPT}", err=self.as_json, nl=False)
+
+    # -- reading -------------------------------------------------------------------
+
+    def _want_line(self) -> None:
+        """Have a line read if one is wanted now: always when idle or asked something;
+        while the agent works only from a terminal."""
+        reader = self.reader
+        assert reader is not None
+        idle = self.work is None
+        if reader.pending:
+            if idle and reader.pending_prompt != PROMPT and not self.asking:
+                click.echo(PROMPT, err=self.as_json, nl=False)  # the read began mid-turn
+                reader.pending_prompt = PROMPT
+            return
+        if idle and not self.asking:
+            reader.request(PROMPT)
+        elif self.asking or (self.terminal and not self.leaving):
+            reader.request("")
+
+    async def ask(self, question: str) -> str:
+        """Show `question` and return the next line typed (the approver and `/fork`);
+        "" once the input has ended."""
+        assert self.reader is not None
+        click.echo(question, err=True, nl=False)
+        if self.reader.ended:
+            click.echo(err=True)
+            return ""
+        self.answer = asyncio.get_running_loop().create_future()
+        self._want_line()
+        try:
+            return await self.answer
+        finally:
+            self.answer = None
+
+
+def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> bool:
+    """Route Ctrl-C to `handler` on the loop (not where the platform cannot)."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True

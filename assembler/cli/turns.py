@@ -1,0 +1,107 @@
+"""One run of an agent on the terminal, as `run -p` and the interactive session show
+it: the events printed (or sent as JSON lines), a spinner while `-p` waits, the
+banner before and the session's file after."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from assembler.cli.display import EventPrinter
+from assembler.cli.spinner import Spinner, spinner_wanted
+from assembler.runner.events import Event, RunEnd, ToolCallProposed, ToolCallResult
+from assembler.text import terminal_json, terminal_safe
+
+if TYPE_CHECKING:
+    from assembler.agent.agent import Agent
+
+
+async def drive(
+    agent: Agent,
+    prompt: str,
+    as_json: bool,
+    max_turns: int | None,
+    *,
+    answer_only: bool = False,
+    printer: EventPrinter | None = None,
+) -> str:
+    """Run `prompt`, showing its events; the run's end reason ("error" if it never
+    ended)."""
+    printer = printer or EventPrinter(answer_only=answer_only)
+    reason = "error"
+    # -p on a terminal: a sign of life on stderr while the model (or a tool) works
+    spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
+    drawing = asyncio.ensure_future(spinner.run()) if spinner is not None else None
+    running: list[str] = []  # tools proposed and not finished: what the spinner waits for
+    try:
+        async for event in agent.stream(prompt, max_turns=max_turns):
+            if spinner is not None:
+                spinner.touch(waiting_for(event, running))
+            if as_json:
+                click.echo(terminal_json(event.to_dict()))
+            else:
+                printer.show(event)
+            if isinstance(event, RunEnd):
+                reason = event.reason
+    finally:
+        if drawing is not None:
+            drawing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drawing
+    return reason
+
+
+def waiting_for(event: Event, running: list[str]) -> str:
+    """What the spinner says after `event`: the tools still running, or the model."""
+    if isinstance(event, ToolCallProposed):
+        running.append(event.call.name)
+    elif isinstance(event, ToolCallResult) and event.call.name in running:
+        running.remove(event.call.name)
+    return f"running {', '.join(running)}" if running else "waiting for the model"
+
+
+def banner(agent: Agent, *, quiet: bool, resumed: bool = False) -> None:
+    """Which agent, which model, where requests go (a manifest's `base_url` is always
+    shown, so a manifest cannot redirect requests unseen), which workspace; the
+    session continued; and a permission mode other than the default (`bypass` even
+    with `--json`: stderr is free, and nobody should run it unawares)."""
+    gate = agent.permissions
+    mode = gate.policy.mode if gate is not None else "default"
+    if mode == "bypass":
+        click.secho(
+            "permission mode: bypass (every call that no deny rule stops runs without asking)",
+            err=True,
+            fg="red",
+        )
+    if quiet:
+        return
+    endpoint = agent.runner.endpoint
+    where = f" via {endpoint}" if endpoint else ""
+    click.secho(
+        terminal_safe(
+            f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}"
+        ),
+        err=True,
+        dim=True,
+    )
+    if mode not in ("default", "bypass"):
+        click.secho(f"permission mode: {mode}", err=True, dim=True)
+    if resumed and agent.session is not None:
+        forked = agent.session.header.get("parent_session")
+        how = f"forked from {forked}" if forked else "resumed"
+        click.secho(
+            terminal_safe(
+                f"session {agent.session.id} ({how}, {len(agent.messages)} messages so far)"
+            ),
+            err=True,
+            dim=True,
+        )
+
+
+def session_note(agent: Agent, quiet: bool) -> None:
+    if agent.session is not None and not quiet:
+        click.secho(terminal_safe(f"session: {agent.session.path}"), err=True, dim=True)

@@ -1,0 +1,198 @@
+"""The sessions on this machine, summarised for listings (`assemble sessions list`, the
+RPC `sessions` method) and found by id across agents (`assemble sessions show`).
+
+A listing must stay cheap with many long sessions, so a summary does not decode every
+entry: it counts the records after the header, decodes the first line that can be the
+first user message, and the last complete line for the time of the last activity.
+`Session.entries()` (every line decoded) is for reading one session whole.
+
+Where sessions are: one directory per agent under `<data dir>/sessions/` (or the
+`--session-dir` a run was given). A sub-agent's session sits beside its parent's, in
+the parent's directory, with its own agent name in the header; filtering by agent
+therefore reads the headers of every directory, not one folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import SessionError
+from assembler.sessions.records import SUFFIX, Entry, SessionInfo, read_info
+from assembler.sessions.store import Session, SessionStore, is_session_file
+from assembler.user_dirs import default_data_dir
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What a listing shows of one session."""
+
+    id: str
+    path: Path
+    agent: str
+    model: str
+    workspace: str | None
+    started: str
+    last_activity: str
+    entries: int
+    first_message: str
+    header: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def parent_session(self) -> str | None:
+        value = self.header.get("parent_session")
+        return value if isinstance(value, str) else None
+
+    @property
+    def delegated_from(self) -> Mapping[str, Any] | None:
+        value = self.header.get("delegated_from")
+        return value if isinstance(value, Mapping) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`sessions list --format json`, RPC `sessions`)."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "agent": self.agent,
+            "model": self.model,
+            "workspace": self.workspace,
+            "started": self.started,
+            "last_activity": self.last_activity,
+            "entries": self.entries,
+            "first_message": self.first_message,
+            "file": str(self.path),
+        }
+        if self.parent_session is not None:
+            data["parent_session"] = self.parent_session
+            data["forked_from"] = self.header.get("forked_from")
+        if self.delegated_from is not None:
+            data["delegated_from"] = dict(self.delegated_from)
+        return data
+
+
+def sessions_root() -> Path:
+    """`<data dir>/sessions`: one folder per agent below it."""
+    return default_data_dir() / "sessions"
+
+
+def session_directories(session_dir: Path | None = None) -> list[Path]:
+    """`session_dir` alone when given, else every agent's folder under `sessions_root()`."""
+    if session_dir is not None:
+        return [session_dir]
+    root = sessions_root()
+    try:
+        return sorted(path for path in root.iterdir() if path.is_dir())
+    except OSError:
+        return []
+
+
+def summarise(info: SessionInfo) -> SessionSummary:
+    """A session's summary from one read of its file (see the module docstring)."""
+    try:
+        data = info.path.read_bytes()
+    except OSError:
+        data = b""
+    lines = [line for line in data.split(b"\n")[1:] if line.strip()]
+    first_message = ""
+    for line in lines:
+        if b'"user"' not in line:  # cheap test first: most lines are not user messages
+            continue
+        entry = _entry(line)
+        message = entry.payload.get("message") if entry is not None else None
+        if entry is not None and entry.type == "message" and _is_user(message):
+            assert isinstance(message, dict)
+            first_message = message["content"]
+            break
+    last = ""
+    for line in reversed(lines):
+        entry = _entry(line)
+        if entry is not None and entry.time:
+            last = entry.time
+            break
+    workspace = info.header.get("workspace")
+    return SessionSummary(
+        id=info.id,
+        path=info.path,
+        agent=info.agent,
+        model=info.model,
+        workspace=workspace if isinstance(workspace, str) else None,
+        started=info.created,
+        last_activity=last or _iso(info.modified) or info.created,
+        entries=len(lines),
+        first_message=first_message,
+        header=info.header,
+    )
+
+
+def list_sessions(
+    directories: Iterable[Path], *, agent: str | None = None, limit: int | None = None
+) -> list[SessionSummary]:
+    """The sessions in `directories` (of `agent` only, when given), the most recently
+    active first. Only headers are read to filter and order; `limit` sessions are then
+    summarised."""
+    infos: list[SessionInfo] = []
+    for directory in directories:
+        infos += [i for i in SessionStore(directory).list() if agent is None or i.agent == agent]
+    infos.sort(key=lambda info: (info.modified, info.created, info.id), reverse=True)
+    chosen = infos if limit is None else infos[:limit]
+    summaries = [summarise(info) for info in chosen]
+    summaries.sort(key=lambda s: (s.last_activity, s.started, s.id), reverse=True)
+    return summaries
+
+
+def find_session(reference: str | Path, directories: Iterable[Path]) -> Session:
+    """A session by path, id, or unambiguous id prefix, in any of `directories`."""
+    given = str(reference)
+    if isinstance(reference, Path) or given.endswith(SUFFIX) or os.sep in given:
+        return Session.load(Path(given))
+    found: list[Path] = []
+    for directory in directories:
+        try:
+            names = sorted(p.name for p in directory.iterdir())
+        except OSError:
+            continue
+        exact = f"{given}{SUFFIX}"
+        if exact in names:
+            return Session.load(directory / exact)
+        found += [
+            directory / name for name in names if is_session_file(name) and name.startswith(given)
+        ]
+    if not given or not found:
+        raise SessionError(f"no session {given!r} (`assemble sessions list` shows them)")
+    if len(found) > 1:
+        shown = ", ".join(path.name.removesuffix(SUFFIX) for path in found[:5])
+        raise SessionError(f"{given!r} matches {len(found)} sessions ({shown}...); be specific")
+    return Session.load(found[0])
+
+
+def summary_of(session: Session) -> SessionSummary | None:
+    """The summary of an open session (None if its file became unreadable)."""
+    info = read_info(session.path)
+    return summarise(info) if info is not None else None
+
+
+def _is_user(message: object) -> bool:
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "user"
+        and isinstance(message.get("content"), str)
+    )
+
+
+def _entry(line: bytes) -> Entry | None:
+    try:
+        return Entry.from_record(json.loads(line.decode("utf-8")))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+
+
+def _iso(timestamp: float) -> str:
+    try:
+        moment = datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
