@@ -140,7 +140,8 @@ def list_sessions(
     infos.sort(key=lambda info: (info.modified, info.created, info.id), reverse=True)
     chosen = infos if limit is None else infos[:limit]
     summaries = [summarise(info) for info in chosen]
-    summaries.sort(key=lambda s: (s.last_activity, s.started, s.id), reverse=True)
+    # stable: sessions last active in the same millisecond keep the file-time order
+    summaries.sort(key=lambda s: s.last_activity, reverse=True)
     return summaries
 
 
