@@ -1,4 +1,5 @@
-"""Crash-safe file replacement, shared by every store that rewrites a whole file.
+"""Crash-safe file replacement, shared by every store that rewrites a whole file, and
+the one loop that reads a descriptor to its end (stdin of `rpc` and `acp`).
 
 A temporary file in the same directory, fsync, rename over the target, fsync of the
 directory: a reader (or a crash) sees the old file or the new one, never half of one.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -58,3 +60,19 @@ def atomic_write(
         raise
     if sync_directory:
         fsync_directory(path.parent)
+
+
+def read_chunks(fd: int, size: int = 65536) -> Iterator[bytes]:
+    """The bytes of `fd` as they arrive, until the end of input (or a read error,
+    taken as the end). Blocks in `os.read` only, so a daemon thread reading this way
+    never holds a buffered reader's lock while the process exits."""
+    while True:
+        try:
+            chunk = os.read(fd, size)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk

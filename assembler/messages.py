@@ -100,6 +100,15 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    def to_dict(self) -> dict[str, int]:
+        """Every count by name, as events and result files show it."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
     @property
     def uncached_input_tokens(self) -> int:
         """Input tokens neither read from nor written to the cache."""

@@ -102,7 +102,7 @@ def _model_endpoint(manifest: Manifest, manifest_dir: Path) -> list[ProjectCode]
     spec = manifest.model
     if spec is None or not spec.base_url:
         return []
-    sent = list(_variables(spec.base_url_variables).split(", ")) if spec.base_url_variables else []
+    sent = [f"${{{name}}}" for name in spec.base_url_variables]
     if not is_local_url(spec.base_url):
         sent.append(f"your API key (${spec.api_key_env})" if spec.api_key_env else "your API key")
     if not sent:

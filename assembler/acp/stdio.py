@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.files import read_chunks
+
 
 @dataclass(frozen=True)
 class ProtocolFiles:
@@ -83,18 +85,10 @@ def _feed(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop
         return True
 
     def pump() -> None:
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except InterruptedError:
-                continue
-            except OSError:
-                chunk = b""
-            if not chunk:
-                post(None)
-                return
+        for chunk in read_chunks(fd):
             if not post(chunk):
                 return
+        post(None)
 
     threading.Thread(target=pump, name="assemble-acp-input", daemon=True).start()
 

@@ -39,7 +39,6 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
-from assembler.messages import Usage
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -89,7 +88,7 @@ class _Observed:
         elif isinstance(event, TurnEnd):
             self.turns = event.turn
         elif isinstance(event, UsageEvent):
-            self.usage = _usage(event.total)
+            self.usage = event.total.to_dict()
         elif isinstance(event, RunEnd):
             self.end = event
             self.turns = max(self.turns, event.turns)
@@ -139,7 +138,7 @@ class _Run:
             checks=tuple(self.checks),
             answer=(end.text if end is not None else "")[:MAX_ANSWER_CHARS],
             turns=self.observed.turns,
-            usage=_usage(end.usage) if end is not None else dict(self.observed.usage),
+            usage=end.usage.to_dict() if end is not None else dict(self.observed.usage),
             tool_calls=tuple(self.observed.calls.values()),
             duration_s=time.perf_counter() - self.clock,
             timings=self.timings,
@@ -257,15 +256,6 @@ def _build(request: RunRequest, manifest: Manifest, workspace: Path) -> Agent:
         trust=True,  # decided once, for the whole agent tree, before any task started
         team=team,
     )
-
-
-def _usage(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
 
 
 def _argument(arguments: Mapping[str, Any] | None) -> str:

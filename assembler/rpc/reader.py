@@ -4,11 +4,12 @@ event loop as it arrives, so a request can be answered while a prompt runs."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
+
+from assembler.files import read_chunks
 
 Line = str | bytes
 
@@ -50,15 +51,7 @@ def read_lines(
         parts: list[bytes] = []  # the line so far, joined once when it ends
         size = 0
         skipping = False  # inside a line that was too long
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except InterruptedError:
-                continue
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
+        for chunk in read_chunks(fd):
             start = 0
             while True:
                 end = chunk.find(b"\n", start)

@@ -14,15 +14,6 @@ from typing import Any, ClassVar
 from assembler.messages import AssistantMessage, ToolCall, Usage
 
 
-def _usage(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    }
-
-
 def _call_dict(call: ToolCall) -> dict[str, Any]:
     data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
     if call.arguments is None:
@@ -125,8 +116,8 @@ class UsageEvent:
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.kind,
-            **_usage(self.usage),
-            "total": _usage(self.total),
+            **self.usage.to_dict(),
+            "total": self.total.to_dict(),
             "total_input_tokens": self.total.input_tokens,
             "total_output_tokens": self.total.output_tokens,
         }
@@ -192,7 +183,7 @@ class RunEnd:
             "turns": self.turns,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
-            "usage": _usage(self.usage),
+            "usage": self.usage.to_dict(),
             "message": self.message,
             **({"session_id": self.session_id} if self.session_id else {}),
         }
@@ -232,7 +223,7 @@ class Compacted:
             "summarised_messages": self.summarised,
             "kept_messages": self.kept,
             "summary": self.summary,
-            "usage": _usage(self.usage),
+            "usage": self.usage.to_dict(),
         }
 
 

@@ -123,10 +123,9 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 def usage_to_dict(usage: Usage) -> dict[str, int]:
     """Token counts of one response, as stored next to the assistant message (and in
     events); cache counts only when there are some."""
-    data = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-    if usage.cache_read_tokens or usage.cache_write_tokens:
-        data["cache_read_tokens"] = usage.cache_read_tokens
-        data["cache_write_tokens"] = usage.cache_write_tokens
+    data = usage.to_dict()
+    if not (usage.cache_read_tokens or usage.cache_write_tokens):
+        del data["cache_read_tokens"], data["cache_write_tokens"]
     return data
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_project import project
 
 from assembler.agent.build import build_agent
 from assembler.errors import ExtensionError
@@ -16,26 +17,6 @@ from assembler.messages import ToolResultMessage, UserMessage
 from assembler.runner.events import RunEnd, ToolCallBlocked, ToolCallResult
 from assembler.testing import ScriptedModel, text, tool_call
 from assembler.validation.load import load_manifest
-
-
-def project(
-    tmp_path: Path, extensions: dict[str, str], *, tools: str = "[read, write]", extra: str = ""
-) -> Path:
-    """A manifest with extension files `ext/<name>.py`, loaded in the given order."""
-    (tmp_path / "ws").mkdir(exist_ok=True)
-    (tmp_path / "ext").mkdir(exist_ok=True)
-    entries = []
-    for name, source in extensions.items():
-        (tmp_path / "ext" / f"{name}.py").write_text(textwrap.dedent(source))
-        entries.append(f"  - path: ext/{name}.py")
-    manifest = tmp_path / "agent.yaml"
-    manifest.write_text(
-        "version: 1\nname: ext-test\nidentity: Test agent.\nworkspace: ws\n"
-        f"tools:\n  sets:\n    - builtin: {tools}\n"
-        + ("extensions:\n" + "\n".join(entries) + "\n" if entries else "")
-        + extra
-    )
-    return manifest
 
 
 def run_agent(manifest: Path, model: ScriptedModel, prompt: str = "go") -> tuple[list[Any], Any]:
