@@ -238,41 +238,17 @@ class AgentRunner(ToolCalls):
                 turn += 1
                 yield TurnStart(turn)
                 await self.parts.hooks.on_turn_start(turn)
-                if self.needs_compaction():
-                    try:
-                        compacted = await self.compact(reason="threshold")
-                    except ProviderError as e:
-                        yield Diagnostic(f"automatic compaction failed: {e}", "warning")
-                    else:
-                        if compacted is not None:
-                            yield compacted
+                async for event in self._compact_if_full():
+                    yield event
                 done: ResponseDone | None = None
                 failure: ProviderError | None = None
-                for attempt in (1, 2):
-                    try:
-                        async for piece in self._request():
-                            if isinstance(piece, TextDelta):
-                                yield TextDeltaEvent(piece.text)
-                            else:
-                                done = piece
-                        failure = None
-                        break
-                    except ContextOverflowError as e:
-                        failure = e
-                        if attempt == 2:
-                            break
-                        # Too long for the model: compact once, then retry the request.
-                        try:
-                            compacted = await self.compact(reason="overflow")
-                        except ProviderError as summary_failure:
-                            failure = ProviderError(f"{e}; compacting failed: {summary_failure}")
-                            break
-                        if compacted is None:
-                            break
-                        yield compacted
-                    except ProviderError as e:
-                        failure = e
-                        break
+                async for item in self._respond():
+                    if isinstance(item, ResponseDone):
+                        done = item
+                    elif isinstance(item, ProviderError):
+                        failure = item
+                    else:
+                        yield item
                 if failure is not None:
                     # The model endpoint failed (after the SDK's own retries): the run
                     # ends, the conversation stays valid, the next prompt may succeed.
@@ -337,6 +313,46 @@ class AgentRunner(ToolCalls):
             raise
         await self.parts.hooks.on_run_end(reason)
         yield RunEnd(reason, final_text, turn, self.usage, note)
+
+    async def _compact_if_full(self) -> AsyncIterator[Event]:
+        """Compact before the request when reported usage nears the window; a failed
+        summary is a warning, and the request goes ahead as it is."""
+        if not self.needs_compaction():
+            return
+        try:
+            compacted = await self.compact(reason="threshold")
+        except ProviderError as e:
+            yield Diagnostic(f"automatic compaction failed: {e}", "warning")
+            return
+        if compacted is not None:
+            yield compacted
+
+    async def _respond(self) -> AsyncIterator[Event | ResponseDone | ProviderError]:
+        """One model response: its text as it streams, then the `ResponseDone`. When the
+        provider says the request is too long, compact once and ask again. A failure is
+        the last item, as the error it is (the run ends on it; the conversation stays
+        valid)."""
+        for attempt in (1, 2):
+            try:
+                async for piece in self._request():
+                    yield TextDeltaEvent(piece.text) if isinstance(piece, TextDelta) else piece
+                return
+            except ContextOverflowError as e:
+                if attempt == 2:
+                    yield e
+                    return
+                try:
+                    compacted = await self.compact(reason="overflow")
+                except ProviderError as summary_failure:
+                    yield ProviderError(f"{e}; compacting failed: {summary_failure}")
+                    return
+                if compacted is None:
+                    yield e
+                    return
+                yield compacted
+            except ProviderError as e:
+                yield e
+                return
 
     async def _request(self) -> AsyncIterator[TextDelta | ResponseDone]:
         system = self.current_system_prompt()
