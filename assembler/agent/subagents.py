@@ -24,14 +24,13 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from assembler.agent.conversation import SessionRecorder
+from assembler.agent.options import BuildOptions
 from assembler.agent.team import Delegate, TeamMember, delegate_tool
 from assembler.errors import AssemblerError
 from assembler.manifest.model import AgentToolSet, Manifest
 from assembler.messages import AssistantMessage
 from assembler.permissions.gate import Approver, PermissionGate
-from assembler.permissions.policy import PermissionMode
 from assembler.providers.base import ModelProvider
-from assembler.resources.loader import LoaderFlags
 from assembler.runner.events import Event, RunEnd, SubagentEvent
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.codec import usage_to_dict
@@ -65,21 +64,7 @@ class Builder(Protocol[AgentT_co]):
     """`build_agent`, as a child is built (passed in, so this module needs no import
     of the build, which imports it)."""
 
-    def __call__(
-        self,
-        manifest: Manifest,
-        *,
-        provider: ModelProvider | None = None,
-        flags: LoaderFlags | None = None,
-        session_dir: Path | None = None,
-        record_session: bool = True,
-        trust: bool | None = None,
-        env: Mapping[str, str] | None = None,
-        session: Session | None = None,
-        team: TeamMember | None = None,
-        permission_mode: PermissionMode = "default",
-        approver: Approver | None = None,
-    ) -> AgentT_co: ...
+    def __call__(self, manifest: Manifest, options: BuildOptions, /) -> AgentT_co: ...
 
 
 class Subagent(Generic[AgentT]):
@@ -132,16 +117,17 @@ class Subagent(Generic[AgentT]):
         environment and loader flags; its project code was trusted with the parent's."""
         return self.team.builder(
             self.manifest,
-            provider=provider if provider is not None else (self.model() if self.model else None),
-            flags=self.team.child_flags,
-            session_dir=session_dir,
-            record_session=record_session,
-            trust=True,  # decided for the whole tree when the root agent was built
-            env=self.team.env,
-            session=session,
-            team=self.delegate.member,
-            permission_mode=self.team.permission_mode,
-            approver=self.team.approver(),
+            replace(
+                self.team.child_options,
+                provider=provider
+                if provider is not None
+                else (self.model() if self.model else None),
+                session_dir=session_dir,
+                record_session=record_session,
+                session=session,
+                team=self.delegate.member,
+                approver=self.team.approver(),
+            ),
         )
 
     async def _execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
@@ -235,20 +221,19 @@ class Team(Generic[AgentT]):
     child's build takes from the parent's (environment, loader flags, builder)."""
 
     def __init__(
-        self,
-        member: TeamMember,
-        builder: Builder[AgentT],
-        *,
-        env: Mapping[str, str] | None = None,
-        flags: LoaderFlags | None = None,
-        permission_mode: PermissionMode = "default",
+        self, member: TeamMember, builder: Builder[AgentT], options: BuildOptions | None = None
     ) -> None:
         self.member = member
         self.builder = builder
-        self.env = env
-        self.permission_mode = permission_mode
-        # `--skill PATH` is for the agent that was named; the rest holds for the team
-        self.child_flags = replace(flags, explicit_skills=()) if flags is not None else None
+        parent = options or BuildOptions()
+        # A child keeps the parent's environment, loader flags and permission mode; it
+        # runs its own manifest's model, records beside the parent's session, and its
+        # project code was trusted with the parent's (decided for the whole tree when
+        # the root agent was built). `--skill PATH` is for the agent that was named.
+        flags = replace(parent.flags, explicit_skills=()) if parent.flags is not None else None
+        self.child_options = BuildOptions(
+            flags=flags, trust=True, env=parent.env, permission_mode=parent.permission_mode
+        )
         self.parent: ParentAgent | None = None
         self.subagents: tuple[Subagent[AgentT], ...] = tuple(
             Subagent(delegate, self) for delegate in member.delegates

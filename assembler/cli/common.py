@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from assembler.agent.options import BuildOptions
 from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
@@ -68,6 +69,26 @@ def agent_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return resource_options(function)
+
+
+def build_options(
+    flags: LoaderFlags,
+    *,
+    model: str | None,
+    session_dir: Path | None,
+    no_session: bool,
+    trust: bool,
+) -> BuildOptions:
+    """What `agent_options` asked for, as `build_agent` takes it (a command adds its
+    own fields with `dataclasses.replace`): `--trust` trusts the directory for this
+    run; without it the trust store decides."""
+    return BuildOptions(
+        model=model,
+        flags=flags,
+        session_dir=session_dir,
+        record_session=not no_session,
+        trust=True if trust else None,
+    )
 
 
 def loader_flags(params: dict[str, Any]) -> LoaderFlags:

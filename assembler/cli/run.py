@@ -7,6 +7,7 @@ import asyncio
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -15,6 +16,7 @@ import click
 from assembler.cli.common import (
     agent_options,
     ask_trust,
+    build_options,
     echo_new_issues,
     enter_workspace,
     load_reporting,
@@ -87,18 +89,16 @@ def run(
     session, fork_entry = choose_session(
         request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
     )
-    agent = build_agent(
-        shown.manifest,
-        model=model,
-        flags=flags,
-        session_dir=session_dir,
-        record_session=not no_session,
-        trust=True if trust else None,
+    options = replace(
+        build_options(
+            flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
+        ),
         ask_trust=ask_trust,
         session=session,
         fork=fork_entry,
         permission_mode=permission_mode,
     )
+    agent = build_agent(shown.manifest, options)
     banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
