@@ -13,13 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from assembler.agent.conversation import (
-    Restored,
-    SessionRecorder,
-    open_session,
-    restore,
-    session_store,
-)
+from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
@@ -35,13 +29,13 @@ from assembler.runner.events import (
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
+from assembler.sessions.store import Session, SessionStore
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from assembler.agent.lifecycle import Assembly
     from assembler.agent.parts import AgentParts
     from assembler.memory.session import MemorySession
-    from assembler.sessions.store import Session
 
 
 @dataclass(frozen=True)
@@ -157,7 +151,7 @@ class Agent:
         for issue in self.parts.pending_diagnostics():
             yield Diagnostic(issue.message, issue.severity)
         if self.session is not None:
-            self.session.append("event", {"event": {"type": "run_start", "prompt": prompt}})
+            self.session.append_run_start(prompt)
         start_usage = self.runner.usage
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
@@ -173,7 +167,7 @@ class Agent:
                     session_id=self.session.id if self.session is not None else "",
                 )
                 if self.session is not None:
-                    self.session.append("event", {"event": end.to_dict()})
+                    self.session.append_run_end(end.to_dict())
                 yield end
             else:
                 yield event
@@ -241,7 +235,7 @@ class Agent:
         """Continue another session of this agent (id, id prefix or path)."""
         if self.runner.running:
             raise SessionError("cannot switch sessions while a run is in progress")
-        store = session_store(self.manifest, self._session_dir())
+        store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         session = open_session(store, self.manifest, reference)
         self.use_session(restore(session))
         return session
@@ -250,13 +244,13 @@ class Agent:
         """Start over in a new, empty session file (the old one stays as it is)."""
         if self.runner.running:
             raise SessionError("cannot start a new session while a run is in progress")
-        store = session_store(self.manifest, self._session_dir())
+        store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         header = dict(self.session.header) if self.session is not None else {}
-        session = store.create(
+        session = store.start(
             agent=self.manifest.name,
             manifest=self.manifest.path,
             model=str(header.get("model", "")),
-            metadata={"workspace": str(self.manifest.workspace.resolve())},
+            workspace=self.manifest.workspace.resolve(),
         )
         self.use_session(restore(session))
         return session

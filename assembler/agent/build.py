@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Unpack
 
 from assembler.agent.agent import Agent
-from assembler.agent.conversation import open_session, session_store
+from assembler.agent.conversation import open_session
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
@@ -51,7 +51,7 @@ from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
-from assembler.sessions.store import Session
+from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
 from assembler.trust import check_trust
@@ -187,7 +187,7 @@ def _session(
     opened = (
         session
         if isinstance(session, Session)
-        else open_session(session_store(manifest, directory), manifest, session)
+        else open_session(SessionStore.for_agent(manifest.name, directory), manifest, session)
     )
     return opened.fork(fork) if fork is not None else opened
 

@@ -34,7 +34,7 @@ from assembler.providers.base import ModelProvider
 from assembler.runner.events import Event, RunEnd, SubagentEvent
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.codec import usage_to_dict
-from assembler.sessions.store import TRACE_SUFFIX, Session, SessionStore
+from assembler.sessions.store import Session
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.truncate import truncate_text
 
@@ -189,30 +189,20 @@ class Subagent(Generic[AgentT]):
         parent = self.team.parent
         if parent is None or parent.session is None:
             return None
-        above = parent.session
         manifest = self.manifest
-        child = SessionStore(above.path.parent).create(
+        child = parent.session.delegate(
             agent=manifest.name,
             manifest=manifest.path,
             model=manifest.model.label if manifest.model is not None else "",
-            metadata={
-                "workspace": str(manifest.workspace.resolve()),
-                "delegated_from": {
-                    "session": above.id,
-                    "entry": _entry_of_call(parent.runner, call_id),
-                    "call_id": call_id,
-                    "tool": self.name,
-                    "agent_path": self.path,
-                    "session_file": str(above.path),
-                },
+            workspace=manifest.workspace.resolve(),
+            call={
+                "entry": _entry_of_call(parent.runner, call_id),
+                "call_id": call_id,
+                "tool": self.name,
+                "agent_path": self.path,
             },
         )
-        trace = child.path.with_name(child.path.name.removesuffix(".jsonl") + TRACE_SUFFIX)
-        link = {"session": child.id, "session_file": str(child.path), "trace_file": str(trace)}
-        above.append(
-            "subagent", {"call_id": call_id, "tool": self.name, "agent_path": self.path, **link}
-        )
-        details.update(link)
+        details.update(child.link())
         return child
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from assembler.agent.agent import Agent
-from assembler.agent.conversation import SessionRecorder, session_store
+from assembler.agent.conversation import SessionRecorder
 from assembler.errors import SessionError
 from assembler.messages import Usage
 from assembler.rpc.errors import RpcError
 from assembler.sessions.catalog import list_sessions
 from assembler.sessions.codec import message_to_dict, usage_to_dict
-from assembler.sessions.store import Session
+from assembler.sessions.store import Session, SessionStore
 
 
 def text_param(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -116,7 +116,7 @@ class AgentMethods:
         directory = (
             current.path.parent
             if current is not None
-            else session_store(self.agent.manifest, None).directory
+            else SessionStore.for_agent(self.agent.name).directory
         )
         found = list_sessions([directory], agent=self.agent.name, limit=limit)
         return [s.to_dict() for s in found]
