@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
+from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
@@ -209,6 +210,37 @@ class Agent:
     def context_fill(self) -> tuple[int, int | None]:
         """Input tokens of the latest response, and the context window (if known)."""
         return self.runner.context_tokens, self.runner.context_window
+
+    def state(self) -> AgentState:
+        """What front ends show (the terminal, RPC, ACP), read at once as a copy."""
+        runner = self.runner
+        steers, follow_ups = runner.queued()
+        gate = self.permissions
+        return AgentState(
+            name=self.name,
+            model=self.provider.name,
+            endpoint=runner.endpoint,
+            workspace=self.manifest.workspace.resolve(),
+            session=self.session,
+            streaming=runner.running,
+            steers=steers,
+            follow_ups=follow_ups,
+            usage=runner.usage,
+            context_tokens=runner.context_tokens,
+            context_window=runner.context_window,
+            permission_mode=gate.policy.mode if gate is not None else None,
+            permission_default=gate.policy.default if gate is not None else None,
+            messages=tuple(runner.messages),
+            entry_ids=self._entry_ids(),
+        )
+
+    def _entry_ids(self) -> tuple[str | None, ...] | None:
+        recorder = self.runner.recorder
+        if not isinstance(recorder, SessionRecorder):
+            return None
+        if len(recorder.entry_ids) != len(self.runner.messages):
+            return None  # not in step (never expected): better none than wrong ones
+        return tuple(entry or None for entry in recorder.entry_ids)
 
     # -- sessions -------------------------------------------------------------------------
 

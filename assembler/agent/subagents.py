@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from assembler.agent.conversation import SessionRecorder
 from assembler.agent.options import BuildOptions
+from assembler.agent.state import AgentState
 from assembler.agent.team import Delegate, TeamMember, delegate_tool
 from assembler.errors import AssemblerError
 from assembler.manifest.model import AgentToolSet, Manifest
@@ -32,7 +32,6 @@ from assembler.messages import AssistantMessage
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.providers.base import ModelProvider
 from assembler.runner.events import Event, RunEnd, SubagentEvent
-from assembler.runner.loop import AgentRunner
 from assembler.sessions.codec import usage_to_dict
 from assembler.sessions.store import Session
 from assembler.tools.base import Tool, ToolContext, ToolResult
@@ -49,11 +48,16 @@ class ChildAgent(Protocol):
 
 
 class ParentAgent(Protocol):
-    """What a delegation reads of the agent whose tool it is: its session, and its
-    runner's conversation (to name the entry holding the call)."""
+    """What a delegation reads of the agent whose tool it is: its session, its state
+    (to name the entry holding the call) and its permission gate (whose approver
+    answers the child's asks too)."""
 
     session: Session | None
-    runner: AgentRunner
+
+    @property
+    def permissions(self) -> PermissionGate | None: ...
+
+    def state(self) -> AgentState: ...
 
 
 AgentT = TypeVar("AgentT", bound=ChildAgent)
@@ -196,7 +200,7 @@ class Subagent(Generic[AgentT]):
             model=manifest.model.label if manifest.model is not None else "",
             workspace=manifest.workspace.resolve(),
             call={
-                "entry": _entry_of_call(parent.runner, call_id),
+                "entry": _entry_of_call(parent.state(), call_id),
                 "call_id": call_id,
                 "tool": self.name,
                 "agent_path": self.path,
@@ -236,8 +240,8 @@ class Team(Generic[AgentT]):
     def approver(self) -> Approver | None:
         """Whoever answers the parent's `ask` rules answers the children's too (the
         person at the terminal, the RPC or ACP client); nobody, when nobody does."""
-        gate = self.parent.runner.permissions if self.parent is not None else None
-        return gate.approver if isinstance(gate, PermissionGate) else None
+        gate = self.parent.permissions if self.parent is not None else None
+        return gate.approver if gate is not None else None
 
     def tools(self, spec: AgentToolSet) -> list[Tool]:
         """The tool of the tool set `spec` of the member's manifest."""
@@ -247,18 +251,16 @@ class Team(Generic[AgentT]):
         return [s.tool for s in self.subagents if s.delegate.spec == spec][:1]
 
 
-def _entry_of_call(runner: AgentRunner, call_id: str) -> str:
+def _entry_of_call(state: AgentState, call_id: str) -> str:
     """The session entry of the assistant message holding `call_id` (the last one:
     its calls run before their results join the conversation)."""
-    recorder = runner.recorder
-    if not isinstance(recorder, SessionRecorder):
+    if state.entry_ids is None:
         return ""
-    for index in range(len(runner.messages) - 1, -1, -1):
-        message = runner.messages[index]
+    for message, entry in zip(reversed(state.messages), reversed(state.entry_ids), strict=True):
         if isinstance(message, AssistantMessage) and any(
             call.id == call_id for call in message.tool_calls
         ):
-            return recorder.entry_ids[index] if index < len(recorder.entry_ids) else ""
+            return entry or ""
     return ""
 
 

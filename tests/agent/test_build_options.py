@@ -66,7 +66,7 @@ def test_the_runner_gets_its_endpoint_and_permissions_when_it_is_made(tmp_path: 
         BuildOptions(record_session=False, trust=True, permission_mode="deny-asks"),
         env={"OPTS_KEY": "k"},
     )
-    assert agent.runner.endpoint == "http://127.0.0.1:9/v1"
-    assert agent.permissions is not None
-    assert agent.permissions.policy.mode == "deny-asks"
+    state = agent.state()
+    assert state.endpoint == "http://127.0.0.1:9/v1"
+    assert state.permission_mode == "deny-asks"
     asyncio.run(agent.aclose())
