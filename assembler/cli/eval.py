@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from assembler.cli.common import ask_trust
-from assembler.cli.main import report_error
+from assembler.cli.report import report_error
 from assembler.errors import UsageError
 from assembler.text import terminal_safe
 

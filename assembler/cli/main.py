@@ -15,8 +15,9 @@ from typing import Any
 
 import click
 
+from assembler.cli.report import report_error
 from assembler.cli.suggest import SuggestingGroup
-from assembler.errors import AssemblerError, ManifestError
+from assembler.errors import AssemblerError
 from assembler.text import terminal_safe
 from assembler.version import __version__
 
@@ -85,18 +86,6 @@ def cli() -> None:
     assemble render --dry-run AGENT.yaml  show the exact system prompt
     assemble run AGENT.yaml -p "..."      run it
     """
-
-
-def report_error(error: AssemblerError) -> None:
-    """Print an error the way every command does: one message, no traceback. Messages
-    may quote a manifest, a model or a tool, so they are made terminal-safe."""
-    if isinstance(error, ManifestError):
-        for issue in error.issues:
-            click.echo(terminal_safe(issue.format()), err=True)
-        count = len(error.errors)
-        click.echo(f"{count} error(s); nothing was run", err=True)
-        return
-    click.echo(terminal_safe(f"error: {error}"), err=True)
 
 
 def plain_output() -> bool:
