@@ -78,6 +78,9 @@ class ManifestError(UsageError):
         self.issues: tuple[Issue, ...] = tuple(issues)
         super().__init__("\n".join(issue.format() for issue in self.issues))
 
+    def __reduce__(self) -> tuple[type[ManifestError], tuple[tuple[Issue, ...]]]:
+        return type(self), (self.issues,)  # pickled as made (a Dask worker's error)
+
     @property
     def errors(self) -> tuple[Issue, ...]:
         return tuple(issue for issue in self.issues if issue.severity == "error")
@@ -87,8 +90,12 @@ class PromptContextError(UsageError, ValueError):
     """A `context` value cannot be turned into canonical JSON; `path` says where."""
 
     def __init__(self, message: str, path: str = "$") -> None:
+        self.reason = message
         self.path = path
         super().__init__(f"{message} at {path}")
+
+    def __reduce__(self) -> tuple[type[PromptContextError], tuple[str, str]]:
+        return type(self), (self.reason, self.path)
 
 
 class TemplateError(UsageError):
@@ -150,6 +157,9 @@ class PermissionRuleError(UsageError):
         self.rule = rule
         self.offset = offset
         super().__init__(f"permission rule {rule!r}: {message}" if rule else message)
+
+    def __reduce__(self) -> tuple[type[PermissionRuleError], tuple[str, str, int]]:
+        return type(self), (self.reason, self.rule, self.offset)
 
 
 class MissingExtraError(UsageError):
