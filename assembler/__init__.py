@@ -35,6 +35,7 @@ _EXPORTS = {
     "RenderError": "assembler.errors",
     "ProviderError": "assembler.errors",
     "ContextOverflowError": "assembler.errors",
+    "ConfigurationError": "assembler.errors",
     "UnknownProviderError": "assembler.errors",
     "MissingCredentialsError": "assembler.errors",
     "ToolError": "assembler.errors",
@@ -71,6 +72,7 @@ __all__ = [
     "AssemblerError",
     "BuildOptions",
     "Compacted",
+    "ConfigurationError",
     "ContextOverflowError",
     "Diagnostic",
     "ErrorEvent",
@@ -120,6 +122,7 @@ if TYPE_CHECKING:
     from assembler.agent.state import AgentState
     from assembler.errors import (
         AssemblerError,
+        ConfigurationError,
         ContextOverflowError,
         ExtensionError,
         Issue,

@@ -11,12 +11,15 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
     │               (TemplateSecurityError), PermissionRuleError, TrustError,
-    │               MissingCredentialsError*,
-    │               UnknownProviderError*, MissingExtraError
+    │               MissingCredentialsError*, ConfigurationError*
+    │               (UnknownProviderError*), MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
 
     * also a ProviderError, so `except ProviderError` sees every provider problem.
+
+The CLI exits 2 for a `ConfigurationError` (a usage error, as click's own are: the
+model named cannot work, whatever the run) and 1 for every other error.
 """
 
 from __future__ import annotations
@@ -130,7 +133,14 @@ class ContextOverflowError(ProviderError):
         self.context_window = context_window
 
 
-class UnknownProviderError(ProviderError, UsageError, KeyError):
+class ConfigurationError(ProviderError, UsageError):
+    """The model setup cannot work as given, for any run: an invalid `provider:name`
+    (`--model`, `ASSEMBLER_MODEL`, the user's config file), no model at all, bad
+    provider options, a scripted provider without its script. A usage error: the CLI
+    exits 2, and `assemble eval` reports it once, before any task runs."""
+
+
+class UnknownProviderError(ConfigurationError, KeyError):
     """The manifest or `--model` names a provider that nobody registered."""
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise

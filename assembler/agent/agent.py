@@ -149,7 +149,9 @@ class Agent:
         """Run `prompt`, yielding events as they happen; the session file records
         each message as soon as it is part of the conversation."""
         await self.start()
-        for issue in self.parts.pending_diagnostics():
+        # the build's diagnostics and a server that failed to start, before the first
+        # request: the model works without its tools, and the user should know why
+        for issue in (*self.parts.pending_diagnostics(), *self.assembly.poll()):
             yield Diagnostic(issue.message, issue.severity)
         if self.session is not None:
             self.session.append_run_start(prompt)

@@ -26,7 +26,7 @@ from assembler.agent.conversation import open_session
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
-    choose_model,
+    check_model,
     create_model_provider,
     is_builtin_provider,
     shown_endpoint,
@@ -99,7 +99,7 @@ def build_agent(
         include_extensions=not (flags and flags.no_extensions),
         children=[(m.path, m.manifest) for m in member.descendants()],
     )
-    choice = None if provider is not None else choose_model(manifest, options.model)
+    choice = None if provider is not None else check_model(manifest, options.model, environment)
     model_provider = provider
     if choice is not None and is_builtin_provider(choice.provider):
         model_provider = create_model_provider(choice, environment)

@@ -40,6 +40,9 @@ class Preview:
     notes: tuple[str, ...] = ()
     permissions: Mapping[str, object] = field(default_factory=dict)
     """The effective permission rules, by precedence (deny, ask, allow, default)."""
+    failures: tuple[Issue, ...] = ()
+    """What failed while the agent started (an MCP server): a run would lack it, so the
+    prompt shown is not the one a working setup gives (also in `diagnostics`)."""
 
 
 def effective_permissions(manifest: Manifest) -> dict[str, object]:
@@ -216,11 +219,13 @@ async def preview_live(
         )
         if memory is not None and wanted:
             selected = await memory.select(user_input or "")
+        started = tuple(agent.assembly.poll())
         return Preview(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,
-            diagnostics=(*agent.diagnostics, *agent.assembly.poll()),
+            diagnostics=(*agent.diagnostics, *started),
+            failures=tuple(issue for issue in started if issue.severity == "error"),
             memory=tuple(_describe(entry) for entry in selected),
             notes=memory_note(manifest, user_input),
             permissions=effective_permissions(manifest),

@@ -118,6 +118,7 @@ def _evaluate(file: Path, options: _Options) -> int:
     from assembler.eval.load import load_eval
     from assembler.eval.plan import (
         Selection,
+        check_models,
         check_resumable,
         parse_scheduler,
         pending,
@@ -139,6 +140,7 @@ def _evaluate(file: Path, options: _Options) -> int:
     out = options.out or default_out(spec)
     selection = Selection(options.repeat, options.only, options.model)
     runs = plan_runs(spec, selection, session_directory(out))
+    check_models(runs, manifest)
     recorded = read_results(out)
     check_resumable(runs, recorded.records, manifest, out)
     todo = pending(runs, recorded.records, rerun_failed=options.rerun_failed)

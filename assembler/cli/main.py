@@ -3,7 +3,8 @@
 Subcommands are imported only when invoked, so `assemble validate` pays for
 validation and nothing else (no model SDK, no MCP client). Every `AssemblerError`
 ends here as one readable message and exit code 1; usage errors exit 2 (click's
-convention); a traceback is a bug.
+convention), and so does a `ConfigurationError` (the model named cannot work: an
+invalid `--model`, no model, bad provider options); a traceback is a bug.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import click
 
 from assembler.cli.report import report_error
 from assembler.cli.suggest import SuggestingGroup
-from assembler.errors import AssemblerError
+from assembler.errors import AssemblerError, ConfigurationError
 from assembler.text import terminal_safe
 from assembler.version import __version__
 
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
+    except ConfigurationError as e:
+        report_error(e)
+        sys.exit(2)
     except AssemblerError as e:
         report_error(e)
         sys.exit(1)

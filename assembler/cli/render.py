@@ -153,7 +153,7 @@ def render(
     else:
         shown_output = for_stdout(output, json_text=output_format == "json")
         click.echo(shown_output, nl=not output.endswith("\n"))
-    if strict and preview.unknowns:
+    if preview.failures or (strict and preview.unknowns):
         sys.exit(1)
 
 

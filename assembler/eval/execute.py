@@ -26,6 +26,7 @@ from typing import Any
 
 from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
+from assembler.agent.model_choice import default_label
 from assembler.agent.team import load_team
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
@@ -58,11 +59,9 @@ _ARGUMENT_KEYS = ("path", "command", "pattern", "query", "url")
 
 
 def model_label(request: RunRequest, manifest: Manifest) -> str:
-    """The model a run uses, as `provider:name`: the request's, else the manifest's."""
-    if request.model:
-        return request.model
-    spec = manifest.model
-    return f"{spec.provider}:{spec.name}" if spec is not None else ""
+    """The model a run uses, as `provider:name`: the request's, else the manifest's,
+    else the user's default."""
+    return request.model or default_label(manifest)
 
 
 @dataclass

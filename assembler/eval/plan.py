@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from assembler.agent.model_choice import check_model
 from assembler.errors import UsageError
 from assembler.eval.execute import model_label
 from assembler.eval.records import RunRecord
@@ -106,6 +107,14 @@ def check_resumable(
                 f"would use {expected}; pass another --out to compare them "
                 "(then `assemble eval --compare`)"
             )
+
+
+def check_models(runs: Iterable[RunRequest], manifest: Manifest) -> None:
+    """Each model the runs use can work (`provider:name`, a known provider, sensible
+    options), checked once before any task: a mistake there would fail every task the
+    same way, so it is a usage error instead of one error record per run."""
+    for model in dict.fromkeys(run.model for run in runs):
+        check_model(manifest, model)
 
 
 def parse_scheduler(text: str) -> str | int:
