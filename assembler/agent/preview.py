@@ -192,16 +192,21 @@ async def preview_live(
     session_dir: Path | None = None,
     user_input: str | None = None,
     team: TeamMember | None = None,
+    model: str | None = None,
 ) -> Preview:
     """Build the real agent (extensions loaded, servers started) and read its prompt;
-    `team` when `manifest` is a sub-agent of the tree it comes from."""
+    `team` when `manifest` is a sub-agent of the tree it comes from. Without `model`
+    no model is created (none is needed to render); with it, the agent is built as
+    `run --model` builds it (its SDK and API key required), and a `model` memory
+    selection for `user_input` asks it: the one request render can make."""
     # Imported here: a dry run never builds an agent, and the build's imports (runner,
     # providers, extensions) would add to every `render --dry-run` start-up.
     from assembler.agent.build import build_agent
 
     agent = build_agent(
         manifest,
-        provider=NoModel(),
+        provider=NoModel() if model is None else None,
+        model=model,
         flags=flags,
         record_session=False,
         trust=trust,

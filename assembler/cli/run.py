@@ -141,16 +141,19 @@ async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> in
 def _prompt_with_stdin(prompt: str, stdin: TextIO) -> str:
     """`-p -`: the prompt is all of stdin. `-p TEXT` with stdin a pipe or a file: TEXT,
     a blank line, then what was piped (`cat log.txt | assemble run a.yaml -p explain`).
-    A terminal, /dev/null or no stdin at all add nothing."""
+    A terminal, /dev/null or no stdin at all add nothing. An empty prompt is refused,
+    as RPC refuses one: the model would be asked about nothing."""
     if prompt == "-":
         text = _read_all(stdin)
         if text is None or not text.strip():
             raise UsageError("`-p -` reads the prompt from stdin, and stdin was empty")
         return text
-    if not _is_piped(stdin):
-        return prompt
-    piped = _read_all(stdin)
-    return f"{prompt}\n\n{piped}" if piped and piped.strip() else prompt
+    piped = _read_all(stdin) if _is_piped(stdin) else None
+    if piped and piped.strip():
+        return f"{prompt}\n\n{piped}" if prompt.strip() else piped
+    if not prompt.strip():
+        raise click.UsageError("-p needs a prompt: the text was empty (`-p -` reads stdin)")
+    return prompt
 
 
 def _is_piped(stream: TextIO) -> bool:
