@@ -123,14 +123,17 @@ def _evaluate(file: Path, options: _Options) -> int:
         parse_scheduler,
         pending,
         plan_runs,
+        with_recorded_repeats,
     )
     from assembler.eval.progress import Progress
     from assembler.eval.records import ResultsWriter, read_results
     from assembler.eval.summary import format_summary
+    from assembler.extras import require
     from assembler.trust import check_trust
 
-    if options.scheduler is not None:
-        parse_scheduler(options.scheduler)  # a misspelt option fails before anything runs
+    if options.scheduler is not None:  # a misspelt option or a missing extra fails first
+        parse_scheduler(options.scheduler)
+        require("dask", f"--scheduler {options.scheduler}")
     report = load_eval(file)
     for issue in report.issues:
         click.echo(terminal_safe(issue.format()), err=True)
@@ -142,6 +145,8 @@ def _evaluate(file: Path, options: _Options) -> int:
     runs = plan_runs(spec, selection, session_directory(out))
     check_models(runs, manifest)
     recorded = read_results(out)
+    if options.rerun_failed:
+        runs = with_recorded_repeats(runs, recorded.records)
     check_resumable(runs, recorded.records, manifest, out)
     todo = pending(runs, recorded.records, rerun_failed=options.rerun_failed)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assembler.agent.model_choice import check_model
@@ -65,6 +65,25 @@ def select_tasks(tasks: Sequence[TaskSpec], only: Sequence[str]) -> list[TaskSpe
             more = ", ..." if len(tasks) > 8 else ""
             raise UsageError(f"--only {pattern!r} matches no task (tasks: {sample}{more})")
     return [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in only)]
+
+
+def with_recorded_repeats(
+    runs: Sequence[RunRequest], recorded: Mapping[tuple[str, int], RunRecord]
+) -> list[RunRequest]:
+    """`runs`, plus every repeat the results file holds of the same tasks beyond them:
+    `--rerun-failed` without `--repeat 3` reruns a failed repeat #3 too, and the
+    summary counts every repeat the file has."""
+    first = {run.task.id: run for run in reversed(runs)}
+    planned = {run.key for run in runs}
+    extra = {
+        key: replace(first[key[0]], repeat=key[1])
+        for key in recorded
+        if key not in planned and key[0] in first
+    }
+    order: dict[str, int] = {}
+    for run in runs:
+        order.setdefault(run.task.id, len(order))
+    return sorted([*runs, *extra.values()], key=lambda run: (order[run.task.id], run.repeat))
 
 
 def pending(
