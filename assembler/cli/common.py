@@ -128,18 +128,25 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
 
 def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue], manifest: Path) -> None:
     """Print on stderr each of `issues` not printed yet: validation reported some with
-    paths relative to the current directory, the build the same with absolute ones.
-    An issue about no file in particular (a tool clash) is about the manifest, and is
-    shown with its path rather than `<manifest>`."""
+    paths relative to the current directory, the build the same with absolute ones;
+    two of the same severity at the same place in a file (a manifest entry) are one
+    problem that validation and the build each saw, in their own words. An issue about
+    no file in particular (a tool clash) is about the manifest, and is shown with its
+    path rather than `<manifest>`."""
 
-    def key(issue: Issue) -> tuple[str, int, int, str, str]:
+    def keys(issue: Issue) -> set[tuple[str, int, int, str, str]]:
         file = os.path.abspath(issue.file) if issue.file else ""
-        return file, issue.line, issue.column, issue.severity, issue.message
+        found: set[tuple[str, int, int, str, str]] = {
+            (file, issue.line, issue.column, issue.severity, issue.message)
+        }
+        if issue.line:
+            found.add((file, issue.line, issue.column, issue.severity, ""))
+        return found
 
-    seen = {key(issue) for issue in already}
+    seen = {key for issue in already for key in keys(issue)}
     for issue in issues:
-        if key(issue) not in seen:
-            seen.add(key(issue))
+        if not keys(issue) & seen:
+            seen |= keys(issue)
             shown = issue if issue.file else dataclasses.replace(issue, file=str(manifest))
             click.echo(shown.format(), err=True)
 

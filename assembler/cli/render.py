@@ -106,7 +106,6 @@ def render(
     import os
     from dataclasses import replace
 
-    from assembler.agent.model_choice import check_model
     from assembler.agent.preview import preview_dry_run, preview_live
     from assembler.agent.team import load_team
 
@@ -124,6 +123,10 @@ def render(
         flags = replace(flags, explicit_skills=())
     loaded = team.manifest
     if model is not None:  # a mistake here is one `run --model` would make: said now
+        # imported here: the providers' registry is start-up cost a dry run without
+        # --model does not pay
+        from assembler.agent.model_choice import check_model
+
         check_model(loaded, model)
     if dry_run:
         preview = preview_dry_run(loaded, flags, user_input=user_input, team=team)

@@ -113,6 +113,8 @@ def summarise(info: SessionInfo) -> SessionSummary:
         if entry is not None and entry.time:
             last = entry.time
             break
+    if last and info.created > last:  # a fork: the entries it copied are older than it
+        last = info.created
     workspace = info.header.get("workspace")
     return SessionSummary(
         id=info.id,
