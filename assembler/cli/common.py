@@ -29,6 +29,22 @@ class Loaded:
     issues: tuple[Issue, ...] = ()
 
 
+DEFAULT_MANIFEST = Path("agent.yaml")
+"""What `run`, `render` and `validate` use when no manifest is named (where `init` puts it)."""
+
+
+def manifest_argument(given: Path | None) -> Path:
+    """The manifest named on the command line, else `./agent.yaml` when there is one."""
+    if given is not None:
+        return given
+    if DEFAULT_MANIFEST.is_file():
+        return DEFAULT_MANIFEST
+    raise click.UsageError(
+        f"missing MANIFEST: name one, or run where an {DEFAULT_MANIFEST} is "
+        "(`assemble init` writes one)"
+    )
+
+
 def resource_options(function: F) -> F:
     """`--no-skills`, `--no-context-files`, `--no-prompt-templates`,
     `--no-extensions` and `--skill PATH`: each switches its own source only."""

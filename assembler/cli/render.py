@@ -18,6 +18,7 @@ from assembler.cli.common import (
     echo_new_issues,
     load_reporting,
     loader_flags,
+    manifest_argument,
     resource_options,
 )
 from assembler.cli.terminal import for_stdout
@@ -33,7 +34,7 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
 @click.command(
     epilog="\b\nExample:\n  assemble render --dry-run agents/reviewer.yaml\n  assemble render --dry-run --check prompts/reviewer.txt agents/reviewer.yaml"
 )
-@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -86,7 +87,7 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
 )
 @resource_options
 def render(
-    manifest: Path,
+    manifest: Path | None,
     dry_run: bool,
     output_format: str,
     prompt_only: bool,
@@ -99,7 +100,9 @@ def render(
     agent_path: str | None,
     **resources: Any,
 ) -> None:
-    """Show the exact system prompt and tool schemas of MANIFEST's first request.
+    """Show the exact system prompt and tool schemas of MANIFEST's first request
+    (default: ./agent.yaml). Exit 1 when an MCP server failed to start (the prompt is
+    still shown), or with --strict when a dry run cannot know everything.
 
     Example: assemble render --dry-run --agent reviewer agents/team/lead.yaml
     """
@@ -109,6 +112,7 @@ def render(
     from assembler.agent.preview import preview_dry_run, preview_live
     from assembler.agent.team import load_team
 
+    manifest = manifest_argument(manifest)
     if write_file is not None and check_file is not None:
         raise click.UsageError("--write and --check exclude each other")
     if prompt_only and output_format == "json":  # JSON has the prompt under "prompt"

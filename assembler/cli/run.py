@@ -21,6 +21,7 @@ from assembler.cli.common import (
     enter_workspace,
     load_reporting,
     loader_flags,
+    manifest_argument,
 )
 from assembler.cli.resume import SessionRequest, choose_session, session_options, terminal_can_ask
 from assembler.errors import UsageError
@@ -39,7 +40,7 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
     '  git diff | assemble run agents/reviewer.yaml -p "review this diff"\n'
     "  assemble run agents/reviewer.yaml --continue"
 )
-@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "-p",
     "--prompt",
@@ -54,7 +55,7 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
 @session_options
 @agent_options
 def run(
-    manifest: Path,
+    manifest: Path | None,
     prompt: str | None,
     as_json: bool,
     model: str | None,
@@ -68,7 +69,7 @@ def run(
     permission_mode: PermissionMode,
     **resources: Any,
 ) -> None:
-    """Run MANIFEST's agent on a prompt (-p), or interactively.
+    """Run MANIFEST's agent (default: ./agent.yaml) on a prompt (-p), or interactively.
 
     Interactive: type a message; a line typed while the agent works steers it, /help
     lists the commands, Ctrl-C cancels the current turn, /exit (or Ctrl-D) leaves.
@@ -80,6 +81,7 @@ def run(
     from assembler.tools.processes import install_exit_handlers
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
+    manifest = manifest_argument(manifest)
     request = SessionRequest.from_options(continue_, resume, fork)
     if prompt is not None:
         prompt = _prompt_with_stdin(prompt, sys.stdin)

@@ -106,3 +106,19 @@ def test_eval_checks_the_model_once_before_any_task(
     outcome = assemble(capsys, "eval", str(file), "--out", str(out))
     assert outcome.code == 2 and outcome.err.count("no model") == 1
     assert not out.exists()
+
+
+def test_run_render_and_validate_use_agent_yaml_here_when_none_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in (["run", "--no-session", "-p", "hi"], ["render", "--dry-run"], ["validate"]):
+        outcome = assemble(capsys, *command)
+        assert outcome.code == 2, outcome.err
+        assert "missing MANIFEST: name one, or run where an agent.yaml is" in outcome.err
+    agent(tmp_path, "model: scripted:reply.yaml\n")
+    assert assemble(capsys, "validate").out == "1 manifest valid\n"
+    rendered = assemble(capsys, "render", "--dry-run", "--prompt-only")
+    assert rendered.out.startswith("## identity\nYou answer briefly.")
+    ran = assemble(capsys, "run", "--no-session", "-p", "hi")
+    assert (ran.code, ran.out) == (0, "Hello from the default model.\n")
