@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from assembler.agent.model_choice import check_model
+from assembler.agent.model_choice import check_model, default_label
 from assembler.errors import UsageError
 from assembler.eval.execute import model_label
 from assembler.eval.records import RunRecord
@@ -126,6 +126,14 @@ def check_resumable(
                 f"would use {expected}; pass another --out to compare them "
                 "(then `assemble eval --compare`)"
             )
+
+
+def with_default_model(runs: Sequence[RunRequest], manifest: Manifest) -> list[RunRequest]:
+    """A manifest without `model:` runs on the user's default model (`ASSEMBLER_MODEL`,
+    the config file): chosen here, where the evaluation starts, so Dask workers use the
+    same one and the records name it."""
+    label = default_label(manifest) if manifest.model is None else ""
+    return [replace(run, model=label) if label and not run.model else run for run in runs]
 
 
 def check_models(runs: Iterable[RunRequest], manifest: Manifest) -> None:
