@@ -24,9 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from assembler.errors import Issue, ManifestError, ProviderError
+from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
 from assembler.messages import (
     AssistantMessage,
     ModelRequest,
@@ -79,46 +78,53 @@ class ScriptStep:
         return f"[{self.label}] {body}" if self.label else body
 
 
-def load_script(path: str | Path) -> list[ScriptStep]:
-    """Read and validate a YAML script; `ManifestError` names the file and the step."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ManifestError([Issue(file=file, message=f"cannot read script: {e.strerror}")]) from e
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        problem = getattr(e, "problem", None) or str(e)
-        raise ManifestError(
-            [Issue(file=file, line=line, column=column, message=f"invalid YAML: {problem}")]
-        ) from e
+def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep]:
+    """Read and validate a YAML script; `ManifestError` names the file, and the line
+    and column of every problem. Read by the manifests' safe YAML rules, so
+    `assemble validate` (which calls this too) accepts exactly the scripts a run does."""
+    file = display or str(path)
+    document = load_yaml_file(Path(path), file)
+    raw, at = document.data, ()
     if isinstance(raw, Mapping) and set(raw) == {"steps"}:
-        raw = raw["steps"]
-    return parse_steps(raw, source=file)
+        raw, at = raw["steps"], ("steps",)
+    return parse_steps(raw, source=file, where=at, source_map=document.source)
 
 
-def parse_steps(raw: object, *, source: str = "<steps>") -> list[ScriptStep]:
-    """Validate steps given as data; every problem is reported at once."""
+def parse_steps(
+    raw: object,
+    *,
+    source: str = "<steps>",
+    where: JsonPath = (),
+    source_map: SourceMap | None = None,
+) -> list[ScriptStep]:
+    """Validate steps given as data; every problem is reported at once (at its line
+    and column when `source_map` says where `raw`, at JSON path `where`, came from)."""
+
+    def issue(path: JsonPath, message: str) -> Issue:
+        if source_map is not None:
+            return source_map.issue((*where, *path), message)
+        return Issue(file=source, message=message, path=format_path(path))
+
     if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Iterable):
-        raise ManifestError(
-            [Issue(file=source, message="a script must be a list of steps (text / tool_calls)")]
-        )
+        raise ManifestError([issue((), "a script must be a list of steps (text / tool_calls)")])
     issues: list[Issue] = []
-    steps = [_parse_step(item, i, source, issues) for i, item in enumerate(raw)]
+    steps = []
+    for index, item in enumerate(raw):
+
+        def problem(message: str, path: JsonPath = (), index: int = index) -> None:
+            issues.append(issue((index, *path), f"step {index + 1}: {message}"))
+
+        steps.append(_parse_step(item, problem))
     if issues:
         raise ManifestError(issues)
     return steps
 
 
-def _parse_step(item: object, index: int, source: str, issues: list[Issue]) -> ScriptStep:
-    where = f"[{index}]"
+Problem = Callable[[str, JsonPath], None]
+"""Records a problem of one step, at a JSON path inside the step."""
 
-    def problem(message: str, path: str = "") -> None:
-        issues.append(Issue(file=source, message=f"step {index + 1}: {message}", path=where + path))
 
+def _parse_step(item: object, problem: Problem) -> ScriptStep:
     if isinstance(item, ScriptStep):
         return item
     if isinstance(item, AssistantMessage):
@@ -126,28 +132,29 @@ def _parse_step(item: object, index: int, source: str, issues: list[Issue]) -> S
     if isinstance(item, str):
         return ScriptStep(AssistantMessage(text=item))
     if not isinstance(item, Mapping):
-        problem("must be a mapping with `text` and/or `tool_calls`")
+        problem("must be a mapping with `text` and/or `tool_calls`", ())
         return ScriptStep(AssistantMessage())
-    unknown = sorted(str(k) for k in item if k not in _STEP_KEYS)
+    unknown = [k for k in item if k not in _STEP_KEYS]
     if unknown:
-        problem(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_STEP_KEYS)}")
+        names = ", ".join(sorted(map(str, unknown)))
+        problem(f"unknown key(s) {names}; allowed: {', '.join(_STEP_KEYS)}", (str(unknown[0]),))
     if "text" not in item and "tool_calls" not in item:
-        problem("needs `text`, `tool_calls`, or both")
+        problem("needs `text`, `tool_calls`, or both", ())
     text = item.get("text", "")
     if not isinstance(text, str):
-        problem("`text` must be a string", ".text")
+        problem("`text` must be a string", ("text",))
         text = ""
     label = item.get("id", "")
     if not isinstance(label, str | int):
-        problem("`id` must be a string", ".id")
+        problem("`id` must be a string", ("id",))
         label = ""
     raw_calls = item.get("tool_calls") or []
     calls: list[ToolCall] = []
     if not isinstance(raw_calls, list):
-        problem("`tool_calls` must be a list", ".tool_calls")
+        problem("`tool_calls` must be a list", ("tool_calls",))
     else:
         for j, raw_call in enumerate(raw_calls):
-            call = _parse_call(raw_call, f".tool_calls[{j}]", problem)
+            call = _parse_call(raw_call, ("tool_calls", j), problem)
             if call is not None:
                 calls.append(call)
     usage = Usage()
@@ -163,31 +170,34 @@ def _parse_step(item: object, index: int, source: str, issues: list[Issue]) -> S
             problem(
                 "`usage` must be {input_tokens: int, output_tokens: int} "
                 "(optionally cache_read_tokens, cache_write_tokens)",
-                ".usage",
+                ("usage",),
             )
     return ScriptStep(AssistantMessage(text=text, tool_calls=tuple(calls)), str(label), usage)
 
 
-def _parse_call(raw: object, where: str, problem: Callable[[str, str], None]) -> ToolCall | None:
+def _parse_call(raw: object, where: JsonPath, problem: Problem) -> ToolCall | None:
     if not isinstance(raw, Mapping):
         problem("a tool call must be a mapping with `name` and `arguments`", where)
         return None
-    unknown = sorted(str(k) for k in raw if k not in _CALL_KEYS)
+    unknown = [k for k in raw if k not in _CALL_KEYS]
     if unknown:
-        problem(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_CALL_KEYS)}", where)
+        names = ", ".join(sorted(map(str, unknown)))
+        problem(
+            f"unknown key(s) {names}; allowed: {', '.join(_CALL_KEYS)}", (*where, str(unknown[0]))
+        )
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        problem("a tool call needs a `name` (a non-empty string)", where + ".name")
+        problem("a tool call needs a `name` (a non-empty string)", (*where, "name"))
         return None
     call_id = raw.get("id", "")
     if not isinstance(call_id, str):
-        problem("a tool call `id` must be a string", where + ".id")
+        problem("a tool call `id` must be a string", (*where, "id"))
         call_id = ""
     arguments = raw.get("arguments", {})
     if isinstance(arguments, str):
         return tool_call_from_raw(call_id, name, arguments)
     if not isinstance(arguments, Mapping):
-        problem("`arguments` must be a mapping (or a string of raw JSON)", where + ".arguments")
+        problem("`arguments` must be a mapping (or a string of raw JSON)", (*where, "arguments"))
         return None
     plain = to_plain(arguments)
     return ToolCall(call_id, name, plain, raw_arguments=json.dumps(plain, ensure_ascii=False))
