@@ -84,7 +84,8 @@ def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep
     `assemble validate` (which calls this too) accepts exactly the scripts a run does."""
     file = display or str(path)
     document = load_yaml_file(Path(path), file)
-    raw, at = document.data, ()
+    raw: object = document.data
+    at: JsonPath = ()
     if isinstance(raw, Mapping) and set(raw) == {"steps"}:
         raw, at = raw["steps"], ("steps",)
     return parse_steps(raw, source=file, where=at, source_map=document.source)
