@@ -301,13 +301,12 @@ def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
     for index, item in enumerate(items(tools.get("sets"))):
         if isinstance(item, dict) and isinstance(item.get("mcp"), dict):
             declared.append((("tools", "sets", index, "mcp"), item["mcp"]))
-        elif isinstance(item, dict) and isinstance(item.get("mcp"), str):
-            if item["mcp"] not in servers:
-                known = ", ".join(f"`{s}`" for s in servers) or "none are declared"
-                yield ctx.issue(
-                    ("tools", "sets", index, "mcp"),
-                    f"no MCP server named `{item['mcp']}` under `tools.servers` ({known})",
-                )
+        elif isinstance(mapping(item).get("mcp"), str) and item["mcp"] not in servers:
+            known = ", ".join(f"`{s}`" for s in servers) or "none are declared"
+            yield ctx.issue(
+                ("tools", "sets", index, "mcp"),
+                f"no MCP server named `{item['mcp']}` under `tools.servers` ({known})",
+            )
     for at, spec in declared:
         command = spec.get("command")
         if (

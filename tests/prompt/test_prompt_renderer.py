@@ -51,7 +51,9 @@ def inputs(**changes: Any) -> dict[str, Any]:
 def headings(text: str) -> list[str]:
     """The section headings: `## ` lines outside the memory block (whose records have
     `## name (type)` headings of their own)."""
-    outside = re.sub(r"<relevant_memories>\n\n.*?\n\n</relevant_memories>", "", text, flags=re.DOTALL)
+    outside = re.sub(
+        r"<relevant_memories>\n\n.*?\n\n</relevant_memories>", "", text, flags=re.DOTALL
+    )
     return re.findall(r"^## (.+)$", outside, flags=re.MULTILINE)
 
 
