@@ -21,7 +21,7 @@ def messages(path: Path) -> list[str]:
 def test_the_shipped_eval_files_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
     outcome = assemble(capsys, "validate", str(REPO / "evals"))
     assert outcome.code == 0, outcome.out
-    assert outcome.out.strip() == "2 manifests valid"
+    assert outcome.out.strip() == "2 eval files valid"
 
 
 def test_the_published_eval_schema_is_the_package_schema() -> None:
@@ -209,5 +209,5 @@ def test_validate_finds_eval_files_in_a_directory_and_checks_their_agent(
         "agent.yaml:1:1: error: missing required key `identity`",
         "agent.yaml:3:1: error: unknown key `identiy`; did you mean `identity`? [identiy]",
         "evals/b.eval.yml:1:1: error: missing required key `version`",
-        "3 error(s), 0 warning(s) in 3 manifests",
+        "3 error(s), 0 warning(s) in 3 files: 1 manifest, 2 eval files",
     ]
