@@ -9,7 +9,7 @@ import click
 
 
 @click.command(
-    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ skills/"
+    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ examples/shipping/skills/"
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(

@@ -12,10 +12,9 @@ the model depends on the policy's `injection`:
 Both carry the same block (`format_memories`, which the default `## memory` template
 renders identically), byte for byte the seed reference's: `<relevant_memories>`, then
 per memory `## name (type)`, its description and its body, then
-`</relevant_memories>`, every part separated from the next by one blank line
-(DESIGN.md section 4 spells the literal). The markers tell the model where remembered
-text, which may have come from users, starts and ends, so it is not read as
-instructions.
+`</relevant_memories>`, every part separated from the next by one blank line (the
+prompt tests hold the literal). The markers tell the model where remembered text,
+which may have come from users, starts and ends, so it is not read as instructions.
 
 Either way the selected memory reaches the model exactly once per request: in message
 mode the context message this session added to an earlier request is taken out before

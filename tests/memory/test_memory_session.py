@@ -67,7 +67,7 @@ def occurrences(text: str, system: str, messages: Sequence[Message]) -> int:
 
 
 def test_the_context_message_is_the_seed_reference_literal() -> None:
-    """Message mode sends the same block as the prompt (DESIGN.md section 4)."""
+    """Message mode sends the same block as the prompt, the seed reference's literal."""
     database = MemoryEntry("database", "project", "{description}", "{body}")
     following = MemoryEntry("next", "type", "{description}", "{body}")
     assert format_memories((database,)) == (

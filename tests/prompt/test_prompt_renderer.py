@@ -164,7 +164,8 @@ def test_the_workspace_is_the_absolute_path_then_each_context_file() -> None:
     assert "\n\n## workspace\n/srv/shop\n\n## skills\n" in bare
 
 
-# DESIGN.md section 4, byte for byte the seed reference's memory block.
+# The seed reference implementation's memory block, byte for byte: every part, the two
+# markers included, separated by one blank line.
 ONE_MEMORY = (
     "<relevant_memories>\n\n## database (project)\n\n{description}\n\n{body}\n\n"
     "</relevant_memories>"
