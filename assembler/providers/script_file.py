@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import Issue, ManifestError
-from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
+from assembler.manifest.yaml_source import (
+    JsonPath,
+    SourceMap,
+    format_path,
+    load_yaml_text,
+    read_manifest_text,
+)
 from assembler.messages import AssistantMessage, ToolCall, Usage, to_plain
 
 __all__ = ["ScriptStep", "Step", "load_script", "parse_steps"]
@@ -33,6 +39,8 @@ __all__ = ["ScriptStep", "Step", "load_script", "parse_steps"]
 Step = Mapping[str, Any] | AssistantMessage | str
 """A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
 
+EMPTY = "the script is empty"
+WHAT_A_SCRIPT_IS = "a script must be a list of steps (text / tool_calls)"
 _STEP_KEYS = ("text", "tool_calls", "id", "usage")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -66,7 +74,10 @@ def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep
     and column of every problem. Read by the manifests' safe YAML rules, so
     `assemble validate` (which calls this too) accepts exactly the scripts a run does."""
     file = display or str(path)
-    document = load_yaml_file(Path(path), file)
+    text = read_manifest_text(Path(path), file)
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ManifestError([Issue(file=file, message=f"{EMPTY}; {WHAT_A_SCRIPT_IS}")])
+    document = load_yaml_text(text, file)
     raw: object = document.data
     at: JsonPath = ()
     if isinstance(raw, Mapping) and set(raw) == {"steps"}:
@@ -90,7 +101,7 @@ def parse_steps(
         return Issue(file=source, message=message, path=format_path(path))
 
     if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Iterable):
-        raise ManifestError([issue((), "a script must be a list of steps (text / tool_calls)")])
+        raise ManifestError([issue((), WHAT_A_SCRIPT_IS)])
     issues: list[Issue] = []
     steps = []
     for index, item in enumerate(raw):

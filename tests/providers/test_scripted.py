@@ -115,6 +115,13 @@ def test_invalid_yaml_has_a_line_number(tmp_path: Path) -> None:
     assert "YAML syntax error" in issue.message
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+def test_an_empty_script_says_what_a_script_is(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ManifestError, match="the script is empty; a script must be a list of"):
+        load_script(path)
+
+
 def test_missing_script_file(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"missing\.yaml: error: file not found"):
         load_script(tmp_path / "missing.yaml")
