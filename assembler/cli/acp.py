@@ -19,7 +19,7 @@ from assembler.cli.common import (
 )
 
 
-@click.command(epilog="\b\nExample:\n  assemble acp agents/reviewer.yaml --trust")
+@click.command(epilog="\b\nExample:\n  assemble acp agents/shipping-fixer.yaml --trust")
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @agent_options
 def acp(
