@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,9 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import SessionError
+from assembler.sessions.file_reads import bounded_lines, open_regular
 from assembler.sessions.records import SUFFIX, Entry, SessionInfo, read_info
 from assembler.sessions.store import Session, SessionStore, is_session_file
 from assembler.user_dirs import default_data_dir
+
+MAX_SUMMARY_LINE_BYTES = 32 << 20
+"""Lines longer than this are counted as entries but not decoded by a summary."""
+_TIMED_LINES_KEPT = 4
+"""The last lines that mention a time, kept to find the last activity (a torn or
+damaged last line falls back to the one before)."""
 
 
 @dataclass(frozen=True)
@@ -92,23 +100,29 @@ def session_directories(session_dir: Path | None = None) -> list[Path]:
 
 def summarise(info: SessionInfo) -> SessionSummary:
     """A session's summary from one read of its file (see the module docstring)."""
+    count, first_message, timed = 0, "", deque[bytes](maxlen=_TIMED_LINES_KEPT)
     try:
-        data = info.path.read_bytes()
-    except OSError:
-        data = b""
-    lines = [line for line in data.split(b"\n")[1:] if line.strip()]
-    first_message = ""
-    for line in lines:
-        if b'"user"' not in line:  # cheap test first: most lines are not user messages
-            continue
-        entry = _entry(line)
-        message = entry.payload.get("message") if entry is not None else None
-        if entry is not None and entry.type == "message" and _is_user(message):
-            assert isinstance(message, dict)
-            first_message = message["content"]
-            break
+        fd, _ = open_regular(info.path)
+    except (OSError, SessionError):
+        fd = None
+    if fd is not None:
+        with os.fdopen(fd, "rb", buffering=0) as file:
+            lines = bounded_lines(file.fileno(), MAX_SUMMARY_LINE_BYTES)
+            next(lines, None)  # the header
+            for line in lines:
+                if line is None:  # too long to decode; still an entry
+                    count += 1
+                    continue
+                if not line.strip():
+                    continue
+                count += 1
+                # cheap tests first: most lines are not user messages
+                if not first_message and b'"user"' in line:
+                    first_message = _user_text(line)
+                if b'"time"' in line:
+                    timed.append(line)
     last = ""
-    for line in reversed(lines):
+    for line in reversed(timed):
         entry = _entry(line)
         if entry is not None and entry.time:
             last = entry.time
@@ -122,7 +136,7 @@ def summarise(info: SessionInfo) -> SessionSummary:
         workspace=workspace if isinstance(workspace, str) else None,
         started=info.created,
         last_activity=last or _iso(info.modified) or info.created,
-        entries=len(lines),
+        entries=count,
         first_message=first_message,
         header=info.header,
     )
@@ -174,6 +188,16 @@ def summary_of(session: Session) -> SessionSummary | None:
     """The summary of an open session (None if its file became unreadable)."""
     info = read_info(session.path)
     return summarise(info) if info is not None else None
+
+
+def _user_text(line: bytes) -> str:
+    """The text of the user message on `line`, or empty when it holds none."""
+    entry = _entry(line)
+    message = entry.payload.get("message") if entry is not None else None
+    if entry is not None and entry.type == "message" and _is_user(message):
+        assert isinstance(message, dict)
+        return str(message["content"])
+    return ""
 
 
 def _is_user(message: object) -> bool:
