@@ -31,9 +31,6 @@ from assembler.user_dirs import default_data_dir
 
 MAX_SUMMARY_LINE_BYTES = 32 << 20
 """Lines longer than this are counted as entries but not decoded by a summary."""
-_TIMED_LINES_KEPT = 4
-"""The last lines that mention a time, kept to find the last activity (a torn or
-damaged last line falls back to the one before)."""
 
 
 @dataclass(frozen=True)
@@ -100,30 +97,30 @@ def session_directories(session_dir: Path | None = None) -> list[Path]:
 
 def summarise(info: SessionInfo) -> SessionSummary:
     """A session's summary from one read of its file (see the module docstring)."""
-    count, first_message, timed = 0, "", deque[bytes](maxlen=_TIMED_LINES_KEPT)
+    count, first_message = 0, ""
+    recent: deque[list[bytes | None]] = deque(maxlen=2)  # the last batches with entries
     try:
         fd, _ = open_regular(info.path)
     except (OSError, SessionError):
         fd = None
     if fd is not None:
-        with os.fdopen(fd, "rb", buffering=0) as file:
-            lines = bounded_lines(file.fileno(), MAX_SUMMARY_LINE_BYTES)
-            next(lines, None)  # the header
-            for line in lines:
-                if line is None:  # too long to decode; still an entry
-                    count += 1
+        try:
+            skip = 1  # the header
+            for batch in bounded_lines(fd, MAX_SUMMARY_LINE_BYTES):
+                # a line too long to decode (None) is still an entry
+                entries = [line for line in batch[skip:] if line is None or line.strip()]
+                skip = 0
+                if not entries:
                     continue
-                if not line.strip():
-                    continue
-                count += 1
-                # cheap tests first: most lines are not user messages
-                if not first_message and b'"user"' in line:
-                    first_message = _user_text(line)
-                if b'"time"' in line:
-                    timed.append(line)
+                count += len(entries)
+                recent.append(entries)
+                if not first_message:
+                    first_message = _first_user_text(entries)
+        finally:
+            os.close(fd)
     last = ""
-    for line in reversed(timed):
-        entry = _entry(line)
+    for line in (line for entries in reversed(recent) for line in reversed(entries)):
+        entry = _entry(line) if line is not None else None
         if entry is not None and entry.time:
             last = entry.time
             break
@@ -190,13 +187,16 @@ def summary_of(session: Session) -> SessionSummary | None:
     return summarise(info) if info is not None else None
 
 
-def _user_text(line: bytes) -> str:
-    """The text of the user message on `line`, or empty when it holds none."""
-    entry = _entry(line)
-    message = entry.payload.get("message") if entry is not None else None
-    if entry is not None and entry.type == "message" and _is_user(message):
-        assert isinstance(message, dict)
-        return str(message["content"])
+def _first_user_text(lines: Iterable[bytes | None]) -> str:
+    """The text of the first user message in `lines`, or empty when they hold none."""
+    for line in lines:
+        if line is None or b'"user"' not in line:  # cheap test first: most lines are not
+            continue
+        entry = _entry(line)
+        message = entry.payload.get("message") if entry is not None else None
+        if entry is not None and entry.type == "message" and _is_user(message):
+            assert isinstance(message, dict)
+            return str(message["content"])
     return ""
 
 

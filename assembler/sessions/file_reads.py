@@ -22,7 +22,7 @@ MAX_HEADER_BYTES: Final = 1 << 20
 """The longest header line read. A header holds ids, names, the workspace's start and
 the run's metadata: kilobytes. A longer first line is not a session's."""
 
-_CHUNK: Final = 1 << 16
+_CHUNK: Final = 8192
 _LINES_CHUNK = 1 << 20
 """How much `bounded_lines` reads at a time (tests make it small to cross boundaries)."""
 _FLAGS: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -62,30 +62,38 @@ def read_header_line(fd: int) -> bytes | None:
     return None if size > MAX_HEADER_BYTES else b"".join(parts)
 
 
-def bounded_lines(fd: int, limit: int) -> Iterator[bytes | None]:
-    """Every line of `fd` from its current offset, without the newline; None stands for
-    a line over `limit` bytes, which is skipped as it arrives and never held whole.
-    Memory is bounded by `limit` and the read size, whatever the file holds."""
-    carry: list[bytes] = []
+def bounded_lines(fd: int, limit: int) -> Iterator[list[bytes | None]]:
+    """The lines of `fd` from its current offset, without their newlines, a batch per
+    read (each read is split in one call, so a listing costs about what `bytes.split`
+    does). None stands for a line over `limit` bytes, skipped as it arrives and never
+    held whole: memory is bounded by `limit` and the read size, whatever the file holds."""
+    carry: list[bytes] = []  # the start of a line that goes on in the next read
     size = 0
-    skipping = False
+    skipping = False  # inside a line already over `limit`
     while chunk := os.read(fd, _LINES_CHUNK):
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            if not skipping and size + len(piece) > limit:
-                skipping = True
-                carry, size = [], 0
-            elif not skipping:
-                carry.append(piece)
-                size += len(piece)
-            if end < 0:
-                break
-            yield None if skipping else b"".join(carry)
+        lines: list[bytes | None] = list(chunk.split(b"\n"))
+        rest = lines.pop()  # after the last newline: a line still going on
+        assert rest is not None
+        if lines:
+            first = lines[0]
+            assert first is not None
+            if skipping or size + len(first) > limit:
+                lines[0] = None
+            elif carry:
+                carry.append(first)
+                lines[0] = b"".join(carry)
+            if any(line is not None and len(line) > limit for line in lines):
+                lines = [None if line is None or len(line) > limit else line for line in lines]
+            yield lines
             carry, size, skipping = [], 0, False
-            start = end + 1
+        if skipping:
+            continue
+        size += len(rest)
+        if size > limit:
+            carry, size, skipping = [], 0, True
+        elif rest:
+            carry.append(rest)
     if skipping:
-        yield None
-    elif carry and any(carry):
-        yield b"".join(carry)
+        yield [None]
+    elif carry:
+        yield [b"".join(carry)]

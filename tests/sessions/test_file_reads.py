@@ -40,7 +40,8 @@ def test_lines_match_a_split_of_the_whole_file(data: bytes, limit: int, chunk: i
         original = file_reads._LINES_CHUNK
         file_reads._LINES_CHUNK = chunk
         try:
-            assert list(bounded_lines(read, limit)) == expected(data, limit)
+            batches = list(bounded_lines(read, limit))
+            assert [line for batch in batches for line in batch] == expected(data, limit)
         finally:
             file_reads._LINES_CHUNK = original
     finally:
