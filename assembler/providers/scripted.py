@@ -37,8 +37,10 @@ from assembler.messages import (
     Usage,
 )
 from assembler.providers._common import to_plain, tool_call_from_raw
+from assembler.safe_read import FileRefused, read_small_text
 
 __all__ = [
+    "MAX_SCRIPT_BYTES",
     "ScriptStep",
     "ScriptedProvider",
     "Step",
@@ -50,6 +52,9 @@ __all__ = [
 
 Step = Mapping[str, Any] | AssistantMessage | str
 """A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+"""The largest replay script read: thousands of replies, each with its tool calls."""
 
 _STEP_KEYS = ("text", "tool_calls", "id", "usage")
 _CALL_KEYS = ("name", "arguments", "id")
@@ -80,12 +85,19 @@ class ScriptStep:
 
 
 def load_script(path: str | Path) -> list[ScriptStep]:
-    """Read and validate a YAML script; `ManifestError` names the file and the step."""
+    """Read and validate a YAML script; `ManifestError` names the file and the step.
+
+    The file comes from the project, so it is read like any file a manifest names: a
+    regular file (a FIFO would block, `/dev/zero` never end) of at most
+    `MAX_SCRIPT_BYTES`, checked before it is read."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_small_text(Path(path), MAX_SCRIPT_BYTES)
+    except FileRefused as e:
+        raise ManifestError([Issue(file=file, message=f"cannot read script: {e}")]) from e
     except OSError as e:
-        raise ManifestError([Issue(file=file, message=f"cannot read script: {e.strerror}")]) from e
+        reason = e.strerror or str(e)
+        raise ManifestError([Issue(file=file, message=f"cannot read script: {reason}")]) from e
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from assembler.errors import ManifestError
-from assembler.providers.scripted import MAX_SCRIPT_BYTES, load_script
+from assembler.providers.scripted import MAX_SCRIPT_BYTES
 
 MEMORY_LIMIT = 1 << 30  # bytes of address space for the child process
 
@@ -71,11 +70,33 @@ def test_validating_an_eval_file_with_a_huge_replay_is_a_located_error(project: 
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_a_replay_that_is_not_a_regular_file_is_refused(kind: str, tmp_path: Path) -> None:
-    path = tmp_path / "replay.yaml"
+def test_a_replay_that_is_not_a_regular_file_is_refused(kind: str, project: Path) -> None:
+    replay = project / "replay.yaml"
     if kind == "fifo":
-        os.mkfifo(path)
+        os.mkfifo(replay)
     else:
-        os.symlink("/dev/zero", path)
-    with pytest.raises(ManifestError, match="not a regular file"):
-        load_script(path)
+        os.symlink("/dev/zero", replay)
+    manifest = (project / "agent.yaml").read_text().replace("huge.yaml", "replay.yaml")
+    (project / "agent.yaml").write_text(manifest)
+    done = assemble("run", "agent.yaml", "--no-session", "--trust", "-p", "hi", cwd=project)
+    assert done.returncode == 1, done.stderr
+    assert "replay.yaml" in done.stderr and "internal error" not in done.stderr
+    # `validate` stops `run` before the replay is read; the reader refuses it on its own.
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD, str(replay)],
+        capture_output=True, text=True, timeout=60, check=False, preexec_fn=_limit_memory,
+    )  # fmt: skip
+    assert loaded.stdout.strip() == (
+        f"{replay}: error: cannot read script: it is not a regular file (a device, FIFO or socket)"
+    ), loaded.stderr
+
+
+LOAD = """
+import sys
+from assembler.errors import ManifestError
+from assembler.providers.scripted import load_script
+try:
+    load_script(sys.argv[1])
+except ManifestError as e:
+    print(e.issues[0].format())
+"""
