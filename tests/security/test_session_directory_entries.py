@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-MEMORY_LIMIT = 1 << 30  # bytes of address space for the child process
+MEMORY_LIMIT = 768 << 20  # bytes of address space for the child process
 HUGE = 3 << 30  # a sparse file: no disk used, and more than the child may hold
+LONG_LINE = 1 << 30  # a line the child cannot hold (kept small: it is read through)
 
 
 def _limit_memory() -> None:
@@ -79,7 +80,7 @@ def project(tmp_path: Path) -> Path:
         endless.truncate(HUGE)  # gigabytes of NUL bytes, no newline
     with (sessions / "20260105T000000-long.jsonl").open("wb") as long_tail:
         long_tail.write((header("20260105T000000-long", tmp_path, agent="other") + "\n").encode())
-        long_tail.truncate(HUGE)  # a valid header, then one endless line
+        long_tail.truncate(LONG_LINE)  # a valid header, then one endless line
     return tmp_path
 
 
