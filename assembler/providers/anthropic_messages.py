@@ -196,8 +196,12 @@ class AnthropicProvider(SDKProvider):
         timeout: float | None = None,
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "anthropic",
+        shown_url: str | None = None,
     ) -> None:
+        """`shown_url`: how messages name the endpoint (the manifest's `base_url` as
+        written, `${VAR}` values left out); by default the URL without credentials."""
         super().__init__(model, settings, provider_name)
+        self._shown_url = shown_url
         self._max_retries = anthropic.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
             self._client = AsyncAnthropic(
@@ -300,7 +304,8 @@ class AnthropicProvider(SDKProvider):
         if isinstance(e, anthropic.APIConnectionError):
             url = str(self._client.base_url)
             hint = unreachable_hint(self._name.partition(":")[0], url)
-            said = f"cannot reach {display_url(url)}: {describe_cause(e)}"
+            shown = self._shown_url or display_url(url)
+            said = f"cannot reach {shown}: {describe_cause(e)}"
             return f"{said} ({hint})" if hint else said
         return describe_cause(e)
 

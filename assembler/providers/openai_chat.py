@@ -163,8 +163,12 @@ class OpenAIChatProvider(SDKProvider):
         timeout: float | None = None,
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "openai",
+        shown_url: str | None = None,
     ) -> None:
+        """`shown_url`: how messages name the endpoint (the manifest's `base_url` as
+        written, `${VAR}` values left out); by default the URL without credentials."""
         super().__init__(model, settings, provider_name)
+        self._shown_url = shown_url
         self._official = is_official_openai(base_url)
         self._include_usage = True
         self._max_retries = openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
@@ -264,7 +268,8 @@ class OpenAIChatProvider(SDKProvider):
         if isinstance(e, openai.APIConnectionError):
             url = str(self._client.base_url)
             hint = unreachable_hint(self._name.partition(":")[0], url)
-            said = f"cannot reach {display_url(url)}: {describe_cause(e)}"
+            shown = self._shown_url or display_url(url)
+            said = f"cannot reach {shown}: {describe_cause(e)}"
             return f"{said} ({hint})" if hint else said
         if isinstance(e, openai.APIError):
             detail = error_detail(e.body, e.message)

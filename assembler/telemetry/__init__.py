@@ -9,7 +9,8 @@ say (`gen_ai.*`):
 
 Extension and permission decisions are span events on `execute_tool`
 (`assembler.tool_call.blocked`, `assembler.tool_result.rewritten`). Prompts, messages,
-tool arguments and results are recorded only when
+tool arguments and results, and the reason given for a block (it may quote the
+arguments), are recorded only when
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (OpenTelemetry's own switch;
 `ASSEMBLER_OTEL_CONTENT=1` too).
 
