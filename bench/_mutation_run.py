@@ -1,0 +1,320 @@
+"""Running the tests against each mutant of one module, in forked processes.
+
+One baseline run of the module's tests records which lines of the module each test
+executes (a line tracer on that one file). Each mutant then runs only the tests that
+executed the statement it changes, fastest first, stopping at the first failure; a
+mutant of code that runs at import time (a module constant, a default argument) runs
+all of them. A mutant with no test that reaches it survives as "no tests".
+
+A mutant runs in a child forked from a parent that already imported everything the
+tests import, so a child pays for pytest's start and the chosen tests, not for
+imports. The child executes the mutated module's code into the loaded module and
+rebinds every other module's reference to the module's functions and classes, so a
+test's `from assembler.x import f` and the package's own callers both reach the
+mutant. Children are their own process group: a timeout kills what a test started too.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _mutants import Mutant, mutated_tree, statement_lines
+
+REPO = Path(__file__).resolve().parents[1]
+PYTEST_FLAGS = ("-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-x")
+_IMPORT_FAILED = 90
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    status: str  # killed, timeout, survived, no tests
+    tests: int
+    seconds: float
+
+    @property
+    def killed(self) -> bool:
+        return self.status in ("killed", "timeout")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    lines_by_test: dict[str, set[int]]
+    seconds_by_test: dict[str, float]
+
+
+class BaselineFailed(RuntimeError):
+    """The unmutated module fails its own tests: no mutant result would mean anything."""
+
+
+def module_name(path: str) -> str:
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def run_module(
+    path: str,
+    test_paths: Sequence[str],
+    mutants: Sequence[Mutant],
+    *,
+    jobs: int,
+    on_done: Any = None,
+) -> list[Outcome]:
+    """Collect the tests once (this process becomes their pytest session), record the
+    baseline in a child, then each mutant in a child, `jobs` at a time."""
+    import pytest
+
+    plugin = _Session(path, mutants, jobs, on_done)
+    code = pytest.main([*PYTEST_FLAGS, *test_paths], plugins=[plugin])
+    if plugin.problem or plugin.outcomes is None:
+        raise BaselineFailed(f"{path}: {plugin.problem or f'pytest exit status {code}'}")
+    return plugin.outcomes
+
+
+class _Session:
+    """The pytest plugin that replaces the run loop: the session's collected items are
+    run by forked children, never by this process."""
+
+    def __init__(self, path: str, mutants: Sequence[Mutant], jobs: int, on_done: Any) -> None:
+        self.path = path
+        self.mutants = mutants
+        self.jobs = jobs
+        self.on_done = on_done
+        self.problem = ""
+        self.outcomes: list[Outcome] | None = None
+
+    def pytest_runtestloop(self, session: Any) -> bool:
+        if session.testsfailed:
+            self.problem = "the tests did not collect"
+            return True
+        items = {item.nodeid: item for item in session.items}
+        baseline = _run_baseline(self.path, items)
+        if isinstance(baseline, str):
+            self.problem = baseline
+            return True
+        self.outcomes = _run_mutants(
+            self.path, self.mutants, items, baseline, self.jobs, self.on_done
+        )
+        return True
+
+    pytest_runtestloop.tryfirst = True  # type: ignore[attr-defined]
+
+
+def _run_baseline(path: str, items: dict[str, Any]) -> Baseline | str:
+    """The unmutated tests in a child, recording lines of `path` per test."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+        report = Path(handle.name)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            _child(lambda: _traced(str(REPO / path), items, report), quiet=True)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        data = json.loads(report.read_text() or "{}")
+    finally:
+        report.unlink(missing_ok=True)
+    if code != 0:
+        failed = ", ".join(data.get("failed", [])[:5]) or f"exit status {code}"
+        return f"the tests fail without any mutant: {failed}"
+    return Baseline({test: set(lines) for test, lines in data["lines"].items()}, data["seconds"])
+
+
+def _run_mutants(
+    path: str,
+    mutants: Sequence[Mutant],
+    items: dict[str, Any],
+    baseline: Baseline,
+    jobs: int,
+    on_done: Any,
+) -> list[Outcome]:
+    source = (REPO / path).read_text()
+    tree = ast.parse(source)
+    pending = list(enumerate(mutants))
+    running: dict[int, tuple[int, Mutant, float, float, int]] = {}
+    results: dict[int, Outcome] = {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            index, mutant = pending.pop(0)
+            tests = _tests_for(tree, mutant, baseline)
+            if not tests:
+                results[index] = Outcome(mutant, "no tests", 0, 0.0)
+                _report(on_done, results[index])
+                continue
+            budget = 10.0 + 5 * sum(baseline.seconds_by_test[t] for t in tests)
+            pid = os.fork()
+            if pid == 0:
+                chosen = [items[t] for t in tests]
+                _child(lambda m=mutant, c=chosen: _mutant_run(path, source, m, c), quiet=True)
+            running[pid] = (index, mutant, time.monotonic(), budget, len(tests))
+        for pid, status in _reap(running):
+            index, mutant, started, _, count = running.pop(pid)
+            code = os.waitstatus_to_exitcode(status) if status is not None else None
+            status_name = "timeout" if code is None else "survived" if code == 0 else "killed"
+            results[index] = Outcome(mutant, status_name, count, time.monotonic() - started)
+            _report(on_done, results[index])
+    return [results[i] for i in range(len(mutants))]
+
+
+def _report(on_done: Any, outcome: Outcome) -> None:
+    if on_done is not None:
+        on_done(outcome)
+
+
+def _reap(running: dict[int, tuple[int, Mutant, float, float, int]]) -> Iterator[tuple[int, Any]]:
+    """Children that ended (status) or ran out of time (None, killed here)."""
+    while True:
+        now = time.monotonic()
+        done = []
+        for pid, (_, _, started, budget, _) in running.items():
+            waited, status = os.waitpid(pid, os.WNOHANG)
+            if waited:
+                done.append((pid, status))
+            elif now - started > budget:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                done.append((pid, None))
+        if done:
+            yield from done
+            return
+        time.sleep(0.005)
+
+
+def _tests_for(tree: ast.Module, mutant: Mutant, baseline: Baseline) -> list[str]:
+    first, last, in_function = statement_lines(tree, mutant.node_path)
+    if in_function:
+        lines = set(range(first, last + 1))
+        chosen = [t for t, seen in baseline.lines_by_test.items() if seen & lines]
+    else:
+        chosen = list(baseline.lines_by_test)
+    return sorted(chosen, key=lambda t: baseline.seconds_by_test[t])
+
+
+def _child(body: Any, *, quiet: bool = False) -> None:
+    """Run `body` as a forked child and leave with its status, never returning."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        if quiet:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+        code = body()
+    except BaseException:  # the child reports through its status only
+        code = _IMPORT_FAILED
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _mutant_run(path: str, source: str, mutant: Mutant, items: list[Any]) -> int:
+    """0 when every chosen test passes against the mutant (it survived)."""
+    module = sys.modules[module_name(path)]
+    old = dict(module.__dict__)
+    try:
+        code = compile(mutated_tree(source, mutant), str(REPO / path), "exec")
+        exec(code, module.__dict__)
+    except Exception:
+        return _IMPORT_FAILED
+    _rebind(module, old)
+    return 0 if _run_items(items) is None else 1
+
+
+def _run_items(items: list[Any], on_start: Any = None) -> str | None:
+    """Run the items in order as pytest would; the first that fails, or None."""
+    from _pytest.runner import runtestprotocol
+
+    for position, item in enumerate(items):
+        if on_start is not None:
+            on_start(item)
+        following = items[position + 1] if position + 1 < len(items) else None
+        reports = runtestprotocol(item, log=False, nextitem=following)
+        if any(report.failed for report in reports):
+            return str(item.nodeid)
+    return None
+
+
+def _rebind(module: types.ModuleType, old: dict[str, Any]) -> None:
+    """Point other modules' imported names at the mutant's new functions and classes.
+    Plain values (strings, numbers) are left: identity says nothing about where they
+    came from."""
+    replaced: dict[int, Any] = {}
+    for name, new in module.__dict__.items():
+        previous = old.get(name)
+        if previous is None or previous is new or isinstance(previous, _PLAIN):
+            continue
+        replaced[id(previous)] = (previous, new)
+    if not replaced:
+        return
+    for other in list(sys.modules.values()):
+        namespace = getattr(other, "__dict__", None)
+        if other is module or not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            hit = replaced.get(id(value))
+            if hit is not None and hit[0] is value:
+                namespace[name] = hit[1]
+
+
+_PLAIN = (str, bytes, int, float, bool, tuple, frozenset, type(None))
+
+
+def _traced(target: str, items: dict[str, Any], report: Path) -> int:
+    """Run every item under a tracer of `target`'s lines; write lines and seconds per
+    test to `report`."""
+    import threading
+
+    lines: dict[str, set[int]] = {}
+    seconds: dict[str, float] = {}
+    current: list[Any] = [set(), "", 0.0]  # lines of the running test, its id, its start
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            current[0].add(frame.f_lineno)
+        return local
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename == target:
+            current[0].add(frame.f_lineno)
+            return local
+        return None
+
+    def close() -> None:
+        if current[1]:
+            seconds[current[1]] = time.perf_counter() - current[2]
+
+    def on_start(item: Any) -> None:
+        close()
+        current[:] = [lines.setdefault(item.nodeid, set()), item.nodeid, time.perf_counter()]
+
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+    try:
+        failed = _run_items(list(items.values()), on_start)
+        close()
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+    report.write_text(
+        json.dumps(
+            {
+                "lines": {test: sorted(seen) for test, seen in lines.items()},
+                "seconds": seconds,
+                "failed": [failed] if failed else [],
+            }
+        )
+    )
+    return 1 if failed else 0
