@@ -104,7 +104,7 @@ class _Session:
             self.problem = baseline
             return True
         self.outcomes = _run_mutants(
-            self.path, self.mutants, items, baseline, self.jobs, self.on_done
+            self.path, self.mutants, items, baseline, jobs=self.jobs, on_done=self.on_done
         )
         return True
 
@@ -135,6 +135,7 @@ def _run_mutants(
     mutants: Sequence[Mutant],
     items: dict[str, Any],
     baseline: Baseline,
+    *,
     jobs: int,
     on_done: Any,
 ) -> list[Outcome]:

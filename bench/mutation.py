@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for outcome in survivors:
             print(f"  SURVIVED ({outcome.status}) {outcome.mutant.ident}  [{outcome.mutant.scope}]")
-        if (args.sample or args.ci) and survivors or score < args.fail_under:
+        if ((args.sample or args.ci) and survivors) or score < args.fail_under:
             failed = True
     ran = {k for k in known if k[0] in paths}
     for key in sorted(ran - used):
