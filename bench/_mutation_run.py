@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -35,6 +36,7 @@ from _mutants import Mutant, mutated_tree, statement_lines
 REPO = Path(__file__).resolve().parents[1]
 PYTEST_FLAGS = ("-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-x")
 _IMPORT_FAILED = 90
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -141,47 +143,63 @@ def _run_mutants(
 ) -> list[Outcome]:
     source = (REPO / path).read_text()
     tree = ast.parse(source)
-    pending = list(enumerate(mutants))
-    running: dict[int, tuple[int, Mutant, float, float, int]] = {}
+    running: dict[int, _Running] = {}
     results: dict[int, Outcome] = {}
-    while pending or running:
-        while pending and len(running) < jobs:
-            index, mutant = pending.pop(0)
+
+    def finish(index: int, outcome: Outcome) -> None:
+        results[index] = outcome
+        if on_done is not None:
+            on_done(outcome)
+
+    try:
+        for index, mutant in enumerate(mutants):
             tests = _tests_for(tree, mutant, baseline)
             if not tests:
-                results[index] = Outcome(mutant, "no tests", 0, 0.0)
-                _report(on_done, results[index])
+                finish(index, Outcome(mutant, "no tests", 0, 0.0))
                 continue
-            budget = 10.0 + 5 * sum(baseline.seconds_by_test[t] for t in tests)
+            while len(running) >= jobs:
+                for pid, status in _reap(running):
+                    finish(running[pid].index, running.pop(pid).outcome(status))
             pid = os.fork()
             if pid == 0:
                 chosen = [items[t] for t in tests]
                 _child(lambda m=mutant, c=chosen: _mutant_run(path, source, m, c), quiet=True)
-            running[pid] = (index, mutant, time.monotonic(), budget, len(tests))
-        for pid, status in _reap(running):
-            index, mutant, started, _, count = running.pop(pid)
-            code = os.waitstatus_to_exitcode(status) if status is not None else None
-            status_name = "timeout" if code is None else "survived" if code == 0 else "killed"
-            results[index] = Outcome(mutant, status_name, count, time.monotonic() - started)
-            _report(on_done, results[index])
+            budget = 10.0 + 5 * sum(baseline.seconds_by_test[t] for t in tests)
+            running[pid] = _Running(index, mutant, time.monotonic(), budget, len(tests))
+        while running:
+            for pid, status in _reap(running):
+                finish(running[pid].index, running.pop(pid).outcome(status))
+    finally:
+        for pid in running:  # stopped early (Ctrl-C, SIGTERM): take the children along
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
     return [results[i] for i in range(len(mutants))]
 
 
-def _report(on_done: Any, outcome: Outcome) -> None:
-    if on_done is not None:
-        on_done(outcome)
+@dataclass(frozen=True)
+class _Running:
+    index: int
+    mutant: Mutant
+    started: float
+    budget: float
+    tests: int
+
+    def outcome(self, status: int | None) -> Outcome:
+        code = os.waitstatus_to_exitcode(status) if status is not None else None
+        name = "timeout" if code is None else "survived" if code == 0 else "killed"
+        return Outcome(self.mutant, name, self.tests, time.monotonic() - self.started)
 
 
-def _reap(running: dict[int, tuple[int, Mutant, float, float, int]]) -> Iterator[tuple[int, Any]]:
+def _reap(running: dict[int, _Running]) -> Iterator[tuple[int, Any]]:
     """Children that ended (status) or ran out of time (None, killed here)."""
     while True:
         now = time.monotonic()
         done = []
-        for pid, (_, _, started, budget, _) in running.items():
+        for pid, child in running.items():
             waited, status = os.waitpid(pid, os.WNOHANG)
             if waited:
                 done.append((pid, status))
-            elif now - started > budget:
+            elif now - child.started > child.budget:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
@@ -207,6 +225,8 @@ def _child(body: Any, *, quiet: bool = False) -> None:
     code = 1
     try:
         os.setpgid(0, 0)
+        with contextlib.suppress(Exception):  # Linux: die with the parent, even by SIGKILL
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if quiet:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):

@@ -23,6 +23,7 @@ import argparse
 import os
 import random
 import re
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -33,20 +34,23 @@ from _mutants import Mutant, mutants
 from _mutation_run import REPO, BaselineFailed, Outcome, run_module
 
 MODULES: dict[str, tuple[str, ...]] = {
-    "assembler/prompt/renderer.py": (
-        "tests/prompt",
-        "tests/validation",
-        "tests/agent/test_render_memory.py",
-    ),
-    "assembler/prompt/templates.py": ("tests/prompt", "tests/validation"),
-    "assembler/prompt/sandbox.py": ("tests/prompt", "tests/validation"),
-    "assembler/prompt/canonical.py": ("tests/prompt",),
+    "assembler/prompt/renderer.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
+    "assembler/prompt/templates.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
+    "assembler/prompt/sandbox.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
+    "assembler/prompt/canonical.py": ("tests/prompt", "tests/manifest/corpus"),
     "assembler/prompt/provider.py": ("tests/prompt", "tests/runner/test_runner.py"),
     "assembler/prompt/binding.py": ("tests/prompt", "tests/agent/test_render_memory.py"),
     "assembler/sessions/codec.py": ("tests/sessions",),
     "assembler/sessions/records.py": ("tests/sessions",),
     "assembler/sessions/store.py": ("tests/sessions",),
-    "assembler/python_refs.py": ("tests/python_refs", "tests/validation", "tests/tools/python"),
+    "assembler/python_refs.py": (
+        "tests/python_refs",
+        "tests/validation",
+        "tests/manifest/corpus",
+        "tests/tools/test_python_tools.py",
+        "tests/tools/test_docstrings.py",
+        "tests/extensions/test_extensions.py",
+    ),
 }
 """Module -> the tests that exercise it. One line per module."""
 
@@ -137,6 +141,10 @@ def run(
     return outcomes, len(equivalent), equivalent
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("modules", nargs="*", help="module paths or file names (default: all)")
@@ -155,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print each mutant's outcome")
     args = parser.parse_args(argv)
     os.chdir(REPO)
+    signal.signal(signal.SIGTERM, _stop)
     known = equivalents()
     paths = list(CI_SAMPLE) if args.ci and not args.modules else resolve(args.modules)
     failed = False

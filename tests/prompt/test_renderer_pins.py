@@ -1,0 +1,94 @@
+"""The render cache's promises, and what `validate` tries an override with, pinned
+(found by mutation testing: `python bench/mutation.py renderer`, docs/testing.md).
+
+The cache keeps the 64 prompts used most recently: a session that goes back to a recent
+prompt is served from the cache, and one that renders ever-new prompts (a memory that
+changes every turn) holds at most 64 in memory, dropping the one used longest ago.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
+from assembler.tools.registry import ToolEntry
+from assembler.validation.validator import validate_file
+
+TOOLS = (ToolEntry("read", "Read a file", "Read a text file."),)
+WORKSPACE = WorkspaceView("/srv/shop")
+
+
+def render(renderer: DynamicPromptRenderer, number: int) -> str:
+    return renderer.render(
+        identity=f"You fix bug {number}.", context={}, tools=TOOLS, workspace=WORKSPACE
+    )
+
+
+def hit(renderer: DynamicPromptRenderer, number: int) -> bool:
+    """Whether rendering prompt `number` now is served from the cache."""
+    before = renderer.cache_hits
+    text = render(renderer, number)
+    assert text.startswith(f"## identity\nYou fix bug {number}.\n")
+    return renderer.cache_hits == before + 1
+
+
+def test_the_cache_holds_sixty_four_prompts() -> None:
+    renderer = DynamicPromptRenderer()
+    for number in range(64):
+        assert not hit(renderer, number)
+    assert all(hit(renderer, number) for number in range(64))
+    assert (renderer.cache_hits, renderer.cache_misses) == (64, 64)
+
+
+def test_a_prompt_used_again_stays_and_the_least_recently_used_goes() -> None:
+    renderer = DynamicPromptRenderer()
+    for number in range(64):
+        render(renderer, number)
+    assert hit(renderer, 0)  # used again: now the most recent
+    assert not hit(renderer, 64)  # a 65th prompt pushes one out...
+    assert hit(renderer, 0)
+    assert not hit(renderer, 1)  # ...the one used longest ago
+    assert hit(renderer, 64)
+
+
+def test_ever_new_prompts_keep_only_the_last_sixty_four() -> None:
+    renderer = DynamicPromptRenderer()
+    for number in range(200):
+        render(renderer, number)
+    assert [hit(renderer, number) for number in (199, 137, 136)] == [True, True, True]
+    assert not hit(renderer, 135)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def validate(manifest: str) -> list[str]:
+    Path("agent.yaml").write_text(textwrap.dedent(manifest), "utf-8")
+    return [issue.format() for issue in validate_file(Path("agent.yaml"), env={}).issues]
+
+
+def test_validate_tries_an_identity_override_with_the_manifests_own_identity(
+    project: Path,
+) -> None:
+    """An override that shows text only for this agent's identity is valid for this
+    agent: `validate` must not call it empty because it tried a stand-in identity."""
+    manifest = """\
+        version: 1
+        name: demo
+        identity: You review pull requests.
+        prompt:
+          identity:
+            template: "{% if 'review' in identity %}{{ identity }}{% endif %}"
+        """
+    assert validate(manifest) == []
+    other = manifest.replace("You review pull requests.", "You fix bugs.")
+    assert validate(other) == [
+        "agent.yaml:6:16: error: the identity section renders empty; a section needs text "
+        "[prompt.identity.template]"
+    ]
