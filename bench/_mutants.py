@@ -9,7 +9,7 @@ for `-=`, `break` for `continue`.
 
 Left alone, because a change there is a change of declaration rather than of
 behaviour: docstrings, type annotations, decorators, `if TYPE_CHECKING:` blocks,
-imports, `__all__`, the field declarations of a class body, and the text of error
+imports, `__all__`, the field declarations of a class body, `__repr__`, and the text of error
 messages (inside a `raise` only its removal is a mutant; tests pin the messages that
 matter by their own means). A statement whose first line says `# pragma: no mutate` (sample data,
 say, where any value of the right kind does) is skipped whole.
@@ -191,12 +191,14 @@ def _skipped_field(node: ast.AST, field: str) -> bool:
 def _skipped_child(parent: ast.AST, field: str, index: int, child: ast.AST) -> bool:
     if isinstance(child, ast.Import | ast.ImportFrom):
         return True
-    if field == "body" and index == 0 and _is_docstring(child):
+    if _is_docstring(child):  # also the string after an assignment that documents it
         return True
     if isinstance(child, ast.If) and _is_type_checking(child.test):
         return True
     if isinstance(parent, ast.ClassDef) and isinstance(child, ast.AnnAssign):
         return True
+    if isinstance(child, ast.FunctionDef) and child.name == "__repr__":
+        return True  # text for a debugger, not behaviour
     if isinstance(child, ast.Assign) and any(
         isinstance(target, ast.Name) and target.id == "__all__" for target in child.targets
     ):

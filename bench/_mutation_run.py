@@ -37,6 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 PYTEST_FLAGS = ("-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-x")
 _IMPORT_FAILED = 90
 _PR_SET_PDEATHSIG = 1
+_MODULE_KEYS = frozenset(
+    {"__name__", "__file__", "__spec__", "__loader__", "__package__", "__builtins__", "__path__"}
+    | {"__cached__"}
+)
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,9 @@ def _mutant_run(path: str, source: str, mutant: Mutant, items: list[Any]) -> int
     old = dict(module.__dict__)
     try:
         code = compile(mutated_tree(source, mutant), str(REPO / path), "exec")
+        # a fresh namespace: a name the mutant no longer binds must not linger
+        module.__dict__.clear()
+        module.__dict__.update({k: v for k, v in old.items() if k in _MODULE_KEYS})
         exec(code, module.__dict__)
     except Exception:
         return _IMPORT_FAILED
@@ -269,23 +276,30 @@ def _run_items(items: list[Any], on_start: Any = None) -> str | None:
 
 
 def _rebind(module: types.ModuleType, old: dict[str, Any]) -> None:
-    """Point other modules' imported names at the mutant's new functions and classes.
-    Plain values (strings, numbers) are left: identity says nothing about where they
-    came from."""
-    replaced: dict[int, Any] = {}
-    for name, new in module.__dict__.items():
-        previous = old.get(name)
-        if previous is None or previous is new or isinstance(previous, _PLAIN):
+    """Point other modules' imported names at what the mutant bound instead.
+
+    A function, class or other object is found by identity under any name (an import
+    `as` another name too). A plain value (a string, a number, a frozenset) only under
+    its own name (`from records import SUFFIX`): identity alone says little about
+    where an interned string came from."""
+    by_identity: dict[int, tuple[Any, Any]] = {}
+    by_name: dict[str, tuple[Any, Any]] = {}
+    for name, previous in old.items():
+        if name in _MODULE_KEYS or name not in module.__dict__:
             continue
-        replaced[id(previous)] = (previous, new)
-    if not replaced:
-        return
+        new = module.__dict__[name]
+        if previous is new:
+            continue
+        if isinstance(previous, _PLAIN):
+            by_name[name] = (previous, new)
+        else:
+            by_identity[id(previous)] = (previous, new)
     for other in list(sys.modules.values()):
         namespace = getattr(other, "__dict__", None)
         if other is module or not isinstance(namespace, dict):
             continue
         for name, value in list(namespace.items()):
-            hit = replaced.get(id(value))
+            hit = by_identity.get(id(value)) or by_name.get(name)
             if hit is not None and hit[0] is value:
                 namespace[name] = hit[1]
 

@@ -33,13 +33,15 @@ from pathlib import Path
 from _mutants import Mutant, mutants
 from _mutation_run import REPO, BaselineFailed, Outcome, run_module
 
+_PROMPT = ("tests/prompt", "tests/validation", "tests/manifest/corpus")
+
 MODULES: dict[str, tuple[str, ...]] = {
     "assembler/prompt/renderer.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
-    "assembler/prompt/templates.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
-    "assembler/prompt/sandbox.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
+    "assembler/prompt/templates.py": (*_PROMPT, "tests/security/test_template_files.py"),
+    "assembler/prompt/sandbox.py": (*_PROMPT, "tests/security/test_template_budget.py"),
     "assembler/prompt/canonical.py": ("tests/prompt", "tests/manifest/corpus"),
     "assembler/prompt/provider.py": ("tests/prompt", "tests/runner/test_runner.py"),
-    "assembler/prompt/binding.py": ("tests/prompt", "tests/agent/test_render_memory.py"),
+    "assembler/prompt/binding.py": ("tests/prompt", "tests/resources/test_resource_loader.py"),
     "assembler/sessions/codec.py": ("tests/sessions",),
     "assembler/sessions/records.py": ("tests/sessions",),
     "assembler/sessions/store.py": ("tests/sessions",),
