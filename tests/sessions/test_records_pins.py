@@ -144,3 +144,17 @@ def test_a_listing_shows_blanks_for_what_a_header_lacks(tmp_path: Path) -> None:
     assert info is not None
     assert (info.agent, info.model, info.manifest) == ("a", "m", "agents/a.yaml")
     assert info.created == "2026-11-30T09:15:00.000Z"
+
+
+def test_a_new_session_has_skipped_nothing(tmp_path: Path) -> None:
+    session = SessionStore(tmp_path).create("reviewer", None, "scripted:x", {})
+    assert session.skipped == 0
+    session.append("event", {"event": {"type": "run_start", "prompt": "hi"}})
+    assert (len(session.entries()), session.skipped) == (1, 0)
+
+
+def test_a_payload_that_is_not_json_names_the_entry_type(tmp_path: Path) -> None:
+    session = SessionStore(tmp_path).create("reviewer", None, "scripted:x", {})
+    with pytest.raises(SessionError) as raised:
+        session.append("note", {"x": float("nan")})
+    assert str(raised.value).startswith("the 'note' entry cannot be stored as JSON: ")
