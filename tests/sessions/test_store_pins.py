@@ -87,3 +87,19 @@ def test_a_fork_of_a_bare_header_makes_up_no_agent_or_model(tmp_path: Path) -> N
     fork = SessionStore(tmp_path).open(path).fork("e1")
     header = json.loads(fork.path.read_bytes().split(b"\n")[0])
     assert (header["agent"], header["model"], header["manifest"]) == ("", "", None)
+
+
+def test_a_path_that_is_not_a_session_file_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "odd.jsonl"
+    folder.mkdir()
+    with pytest.raises(SessionError) as raised:
+        SessionStore(tmp_path).open(folder)
+    assert str(raised.value) == f"no session file at {folder}"
+
+
+def test_an_ambiguous_prefix_shows_five_candidates(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    ids = sorted(store.create("reviewer", None, "scripted:x", {}).id for _ in range(6))
+    with pytest.raises(SessionError) as raised:
+        store.open("2")
+    assert str(raised.value) == (f"'2' matches 6 sessions ({', '.join(ids[:5])}...); be specific")
