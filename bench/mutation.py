@@ -52,6 +52,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/tools/test_python_tools.py",
         "tests/tools/test_docstrings.py",
         "tests/extensions/test_extensions.py",
+        "tests/trust",
+        "tests/security/test_trust_bypasses.py",
     ),
 }
 """Module -> the tests that exercise it. One line per module."""

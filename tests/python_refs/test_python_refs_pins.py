@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from assembler.manifest.model import PythonToolSpec
-from assembler.python_refs import ParsedSources, check_source
+from assembler.python_refs import ParsedSources, check_source, find_module_source
 from assembler.tools.python.tools import load_python_tool, static_python_tool
 
 
@@ -131,3 +131,15 @@ def test_string_annotations_read_from_source_as_at_run_time(tmp_path: Path) -> N
         sys.modules.pop("quoted_tools", None)
     assert static.parameters == loaded.parameters
     assert static.parameters["properties"]["count"] == {"type": "integer"}
+
+
+def test_a_compiled_module_in_the_project_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Nothing can check what a `.pyc` does, so a project's compiled module is refused
+    rather than trusted or run, and the message says so."""
+    (tmp_path / "fastmod.pyc").write_bytes(b"\x00" * 16)
+    path, problem = find_module_source("fastmod", [tmp_path])
+    assert path is None
+    assert problem == (
+        "`fastmod` is fastmod.pyc, not Python source: a compiled or binary module "
+        "in a project directory is refused, since nothing can check what it runs"
+    )
