@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from assembler.errors import TemplateError
+from assembler.manifest.model import TemplateOverride
 from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
 from assembler.tools.registry import ToolEntry
 from assembler.validation.validator import validate_file
@@ -92,3 +94,25 @@ def test_validate_tries_an_identity_override_with_the_manifests_own_identity(
         "agent.yaml:6:16: error: the identity section renders empty; a section needs text "
         "[prompt.identity.template]"
     ]
+
+
+def test_an_inline_override_that_fails_names_its_manifest_line(
+    project: Path,
+) -> None:
+    """A template written in the manifest that fails while rendering points at the
+    manifest line the failing template line is on, so an editor can jump there."""
+    overrides = {
+        "tools": TemplateOverride(
+            "tools",
+            "{% for t in tools %}- {{ t.name }}\n{% endfor %}{{ 1 / 0 }}",
+            manifest=project / "agent.yaml",
+            line=7,
+        )
+    }
+    renderer = DynamicPromptRenderer(overrides)
+    with pytest.raises(TemplateError) as raised:
+        renderer.render(identity="x", context={}, tools=TOOLS, workspace=WORKSPACE)
+    assert str(raised.value) == (
+        "agent.yaml:8: prompt.tools.template: the template failed: "
+        "ZeroDivisionError: division by zero"
+    )
