@@ -185,6 +185,8 @@ def _walk(node: ast.AST, here: Path_) -> Iterator[_Point]:
 
 
 def _skipped_field(node: ast.AST, field: str) -> bool:
+    if isinstance(node, ast.Assert) and field == "msg":
+        return True  # the words of a failed assertion, like a raise's
     return field in ("annotation", "returns", "decorator_list", "type_comment")
 
 
