@@ -59,6 +59,10 @@ class Outcome:
 class Baseline:
     lines_by_test: dict[str, set[int]]
     seconds_by_test: dict[str, float]
+    untraced: frozenset[str] = frozenset()
+    """Tests during which the tracer was switched off (Python does so when the tracer
+    itself fails, as at a `RecursionError`): they may reach any line, so they run
+    for every mutant."""
 
 
 class BaselineFailed(RuntimeError):
@@ -133,7 +137,11 @@ def _run_baseline(path: str, items: dict[str, Any]) -> Baseline | str:
     if code != 0:
         failed = ", ".join(data.get("failed", [])[:5]) or f"exit status {code}"
         return f"the tests fail without any mutant: {failed}"
-    return Baseline({test: set(lines) for test, lines in data["lines"].items()}, data["seconds"])
+    return Baseline(
+        {test: set(lines) for test, lines in data["lines"].items()},
+        data["seconds"],
+        frozenset(data["untraced"]),
+    )
 
 
 def _run_mutants(
@@ -218,7 +226,11 @@ def _tests_for(tree: ast.Module, mutant: Mutant, baseline: Baseline) -> list[str
     first, last, in_function = statement_lines(tree, mutant.node_path)
     if in_function:
         lines = set(range(first, last + 1))
-        chosen = [t for t, seen in baseline.lines_by_test.items() if seen & lines]
+        chosen = [
+            t
+            for t, seen in baseline.lines_by_test.items()
+            if seen & lines or t in baseline.untraced
+        ]
     else:
         chosen = list(baseline.lines_by_test)
     return sorted(chosen, key=lambda t: baseline.seconds_by_test[t])
@@ -327,13 +339,18 @@ def _traced(target: str, items: dict[str, Any], report: Path) -> int:
             return local
         return None
 
+    untraced: list[str] = []
+
     def close() -> None:
         if current[1]:
             seconds[current[1]] = time.perf_counter() - current[2]
+            if sys.gettrace() is not tracer:
+                untraced.append(current[1])
 
     def on_start(item: Any) -> None:
         close()
         current[:] = [lines.setdefault(item.nodeid, set()), item.nodeid, time.perf_counter()]
+        sys.settrace(tracer)  # again: a failure in the tracer switched it off
 
     sys.settrace(tracer)
     threading.settrace(tracer)
@@ -349,6 +366,7 @@ def _traced(target: str, items: dict[str, Any], report: Path) -> int:
                 "lines": {test: sorted(seen) for test, seen in lines.items()},
                 "seconds": seconds,
                 "failed": [failed] if failed else [],
+                "untraced": untraced,
             }
         )
     )

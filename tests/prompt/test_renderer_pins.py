@@ -116,3 +116,77 @@ def test_an_inline_override_that_fails_names_its_manifest_line(
         "agent.yaml:8: prompt.tools.template: the template failed: "
         "ZeroDivisionError: division by zero"
     )
+
+
+def test_prompt_text_is_never_html_escaped() -> None:
+    """The prompt is text for a model, not HTML: `<`, `&` and quotes reach it as
+    written (an escaped `&lt;` would change what a tool's description says)."""
+    tools = (ToolEntry("cmp", "Compare a < b & \"c\" > 'd'", ""),)
+    text = DynamicPromptRenderer().render(
+        identity='Use <tags> & "quotes".', context={}, tools=tools, workspace=WORKSPACE
+    )
+    assert text.startswith('## identity\nUse <tags> & "quotes".\ncontext: {}\n\n')
+    assert "- cmp: Compare a < b & \"c\" > 'd'\n" in text + "\n"
+
+
+def test_an_override_file_that_renders_empty_names_the_file(project: Path) -> None:
+    (project / "tools.md.j2").write_text("{% for t in tools %}{% endfor %}\n", "utf-8")
+    overrides = {
+        "tools": TemplateOverride(
+            "tools", "{% for t in tools %}{% endfor %}\n", project / "tools.md.j2"
+        )
+    }
+    with pytest.raises(TemplateError) as raised:
+        DynamicPromptRenderer(overrides).render(
+            identity="x", context={}, tools=TOOLS, workspace=WORKSPACE
+        )
+    assert str(raised.value) == "tools.md.j2:1: the tools section rendered empty"
+
+
+def test_a_section_from_an_inline_override_says_where_it_came_from(project: Path) -> None:
+    """`render --format json` shows where each section's template came from."""
+    overrides = {
+        "tools": TemplateOverride(
+            "tools",
+            "{% for t in tools %}* {{ t.name }}\n{% endfor %}",
+            manifest=project / "agent.yaml",
+            line=9,
+        )
+    }
+    rendered = DynamicPromptRenderer(overrides).render_sections(
+        identity="x", context={}, tools=TOOLS, workspace=WORKSPACE
+    )
+    assert [(s.name, s.template) for s in rendered.sections] == [
+        ("identity", "default identity template"),
+        ("tools", "manifest prompt.tools.template"),
+        ("workspace", "default workspace template"),
+    ]
+
+
+def test_an_inline_override_of_unknown_line_counts_from_the_manifests_first(
+    project: Path,
+) -> None:
+    overrides = {
+        "tools": TemplateOverride("tools", "{{ 1 / 0 }}", manifest=project / "agent.yaml", line=0)
+    }
+    with pytest.raises(TemplateError) as raised:
+        DynamicPromptRenderer(overrides).render(
+            identity="x", context={}, tools=TOOLS, workspace=WORKSPACE
+        )
+    assert str(raised.value).startswith("agent.yaml:1: prompt.tools.template: ")
+
+
+def test_a_syntax_error_is_reported_on_its_own_line(project: Path) -> None:
+    manifest = """\
+        version: 1
+        name: demo
+        identity: x
+        prompt:
+          tools:
+            template: |
+              {% for t in tools %}- {{ t.name }}
+              {% endfor %}
+              {% if %}
+        """
+    [line] = validate(manifest)
+    assert line.startswith("agent.yaml:9:7: error: template syntax error: ")
