@@ -148,7 +148,11 @@ def run(
     return outcomes, len(equivalent), equivalent
 
 
+_STOPPED: list[int] = []
+
+
 def _stop(signum: int, frame: object) -> None:
+    _STOPPED.append(signum)  # pytest reports the exit below as an error: say why and stop
     raise SystemExit(f"stopped by signal {signum}")
 
 
@@ -171,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.chdir(REPO)
     signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     known = equivalents()
     paths = list(CI_SAMPLE) if args.ci and not args.modules else resolve(args.modules)
     failed = False
@@ -181,6 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             outcomes, equivalent, matched = run(path, args, known)
         except BaselineFailed as error:
+            if _STOPPED:
+                print(f"  stopped by signal {_STOPPED[0]}")
+                return 128 + _STOPPED[0]
             print(f"  {error}")
             failed = True
             continue
