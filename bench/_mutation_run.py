@@ -80,16 +80,16 @@ def run_module(
     *,
     jobs: int,
     on_done: Any = None,
-) -> list[Outcome]:
+) -> tuple[list[Outcome], Baseline]:
     """Collect the tests once (this process becomes their pytest session), record the
     baseline in a child, then each mutant in a child, `jobs` at a time."""
     import pytest
 
     plugin = _Session(path, mutants, jobs, on_done)
     code = pytest.main([*PYTEST_FLAGS, *test_paths], plugins=[plugin])
-    if plugin.problem or plugin.outcomes is None:
+    if plugin.problem or plugin.outcomes is None or plugin.baseline is None:
         raise BaselineFailed(f"{path}: {plugin.problem or f'pytest exit status {code}'}")
-    return plugin.outcomes
+    return plugin.outcomes, plugin.baseline
 
 
 class _Session:
@@ -103,6 +103,7 @@ class _Session:
         self.on_done = on_done
         self.problem = ""
         self.outcomes: list[Outcome] | None = None
+        self.baseline: Baseline | None = None
 
     def pytest_runtestloop(self, session: Any) -> bool:
         if session.testsfailed:
@@ -113,6 +114,7 @@ class _Session:
         if isinstance(baseline, str):
             self.problem = baseline
             return True
+        self.baseline = baseline
         self.outcomes = _run_mutants(
             self.path, self.mutants, items, baseline, jobs=self.jobs, on_done=self.on_done
         )

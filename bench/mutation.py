@@ -142,9 +142,13 @@ def run(
             os.write(out, f"  {outcome.status:9} {outcome.mutant.ident}\n".encode())
 
     try:
-        outcomes = run_module(path, tests, candidates, jobs=args.jobs, on_done=show)
+        outcomes, baseline = run_module(path, tests, candidates, jobs=args.jobs, on_done=show)
     finally:
         os.close(out)
+    print(
+        f"  baseline: {len(baseline.seconds_by_test)} tests, "
+        f"{sum(baseline.seconds_by_test.values()):.1f} s traced"
+    )
     return outcomes, len(equivalent), equivalent
 
 
