@@ -158,3 +158,20 @@ def test_a_payload_that_is_not_json_names_the_entry_type(tmp_path: Path) -> None
     with pytest.raises(SessionError) as raised:
         session.append("note", {"x": float("nan")})
     assert str(raised.value).startswith("the 'note' entry cannot be stored as JSON: ")
+
+
+def test_a_session_the_disk_cannot_hold_is_not_created(tmp_path: Path) -> None:
+    """Creating (or forking) writes a whole file at once: on a full disk (here: the
+    file size limit) it fails clearly and leaves nothing behind, not a torn file."""
+    store = SessionStore(tmp_path / "sessions")
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, old_limit[1]))
+        with pytest.raises(SessionError) as raised:
+            store.create("reviewer", None, "scripted:x", {"notes": "x" * 500})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert str(raised.value).startswith("cannot write the session file ")
+    assert list((tmp_path / "sessions").iterdir()) == []
