@@ -142,10 +142,14 @@ def mutated_tree(source: str, mutant: Mutant) -> ast.Module:
 
 def statement_lines(tree: ast.Module, node_path: Path_) -> tuple[int, int, bool]:
     """The lines of the statement holding the node (its header only, for `if`/`for`/...)
-    and whether that statement runs inside a function (else it runs at import)."""
+    and whether that statement runs inside a function each time it is called. False
+    for code that runs at import, and for the body of a cached function (`@cache`,
+    `@lru_cache`, `@cached_property`): that runs once per process, under whichever
+    test called it first, so the tests that reach it cannot be told by tracing."""
     node: Any = tree
     statement: Any = None
     in_function = False
+    cached = False
     for field, index in node_path:
         node = getattr(node, field) if index is None else getattr(node, field)[index]
         if isinstance(node, ast.stmt):
@@ -153,6 +157,7 @@ def statement_lines(tree: ast.Module, node_path: Path_) -> tuple[int, int, bool]
                 statement, ast.FunctionDef | ast.AsyncFunctionDef
             ):
                 in_function = True
+                cached = cached or any(_is_cache(d) for d in statement.decorator_list)
             statement = node
     if statement is None:
         return (1, 1, False)
@@ -160,7 +165,13 @@ def statement_lines(tree: ast.Module, node_path: Path_) -> tuple[int, int, bool]
     body = getattr(statement, "body", None)
     if isinstance(body, list) and body and isinstance(statement, ast.stmt):
         last = max(statement.lineno, body[0].lineno - 1)
-    return (statement.lineno, last, in_function)
+    return (statement.lineno, last, in_function and not cached)
+
+
+def _is_cache(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in ("cache", "lru_cache", "cached_property")
 
 
 def _points(tree: ast.Module) -> Iterator[_Point]:
