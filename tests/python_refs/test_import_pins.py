@@ -99,9 +99,11 @@ def test_a_project_module_imports_its_siblings_and_leaves_sys_path_alone(
         sys.modules.pop(f"{unique}_helper", None)
 
 
-def test_a_project_directory_already_on_sys_path_stays_there(tmp_path: Path, unique: str) -> None:
+def test_a_project_directory_already_on_sys_path_stays_where_it_was(
+    tmp_path: Path, unique: str
+) -> None:
     (tmp_path / f"{unique}.py").write_text("def f():\n    return 1\n", "utf-8")
-    sys.path.append(str(tmp_path.resolve()))
+    sys.path.insert(0, str(tmp_path.resolve()))
     try:
         before = list(sys.path)
         assert import_module(unique, [tmp_path]).f() == 1
@@ -131,17 +133,29 @@ def test_another_projects_module_of_the_same_name_is_replaced(tmp_path: Path, un
         (root / unique).mkdir(parents=True)
         (root / unique / "__init__.py").write_text("", "utf-8")
         (root / unique / "tool.py").write_text(f"def f():\n    return {answer!r}\n", "utf-8")
+    (first / f"{unique}x.py").write_text("def f():\n    return 'neighbour'\n", "utf-8")
     assert import_module(f"{unique}.tool", [first]).f() == "first"
-    assert import_module(f"{unique}.tool", [second]).f() == "second"
+    neighbour = import_module(f"{unique}x", [first])
+    try:
+        assert import_module(f"{unique}.tool", [second]).f() == "second"
+        assert sys.modules[f"{unique}x"] is neighbour  # only the replaced package goes
+    finally:
+        sys.modules.pop(f"{unique}x", None)
     assert sys.modules[f"{unique}.tool"].__file__ == str((second / unique / "tool.py").resolve())
 
 
 def test_a_failed_import_leaves_no_module_behind(tmp_path: Path, unique: str) -> None:
-    (tmp_path / f"{unique}.py").write_text("raise RuntimeError('broken on import')\n", "utf-8")
-    for _ in range(2):  # the second attempt runs the file again: nothing half-made was kept
+    runs = tmp_path / "runs.txt"
+    (tmp_path / f"{unique}.py").write_text(
+        f"with open({str(runs)!r}, 'a') as f:\n    f.write('ran\\n')\n"
+        "raise RuntimeError('broken on import')\n",
+        "utf-8",
+    )
+    for attempt in (1, 2):  # each attempt runs the file once: nothing half-made was kept
         with pytest.raises(RuntimeError, match="broken on import"):
             import_module(unique, [tmp_path])
         assert unique not in sys.modules
+        assert runs.read_text("utf-8") == "ran\n" * attempt
 
 
 def test_a_module_found_on_sys_path_inside_the_project_imports_from_there(
