@@ -93,6 +93,7 @@ def mutants(path: str, source: str) -> list[Mutant]:
     tree = ast.parse(source)
     skip_lines = _pragma_lines(tree, source)
     found: list[Mutant] = []
+    seen: dict[tuple[str, str, str], int] = {}
     for variant, point in enumerate(_points(tree)):
         node = _get(tree, point.node_path)
         if getattr(node, "lineno", 0) in skip_lines:
@@ -100,11 +101,15 @@ def mutants(path: str, source: str) -> list[Mutant]:
         before, after = _describe(tree, point)
         if before == after:
             continue
+        scope = _scope(tree, point.node_path)
+        seen[(scope, before, after)] = count = seen.get((scope, before, after), 0) + 1
+        if count > 1:  # the same change twice in one function: tell them apart
+            after = f"{after}  # {count}"
         found.append(
             Mutant(
                 path=path,
                 line=node.lineno,
-                scope=_scope(tree, point.node_path),
+                scope=scope,
                 kind=point.kind,
                 before=before,
                 after=after,
@@ -350,7 +355,9 @@ def _describe(tree: ast.Module, point: _Point) -> tuple[str, str]:
     shown = point.node_path
     for depth in range(len(point.node_path) - 1, 0, -1):
         parent = _get(tree, point.node_path[:depth])
-        if not isinstance(parent, ast.expr | ast.Assign | ast.AugAssign | ast.Return | ast.Expr):
+        if not isinstance(
+            parent, ast.expr | ast.keyword | ast.Assign | ast.AugAssign | ast.Return | ast.Expr
+        ):
             break
         if len(_unparse(parent)) > _CONTEXT_CHARS:
             break
