@@ -110,6 +110,7 @@ class _Session:
             self.problem = "the tests did not collect"
             return True
         items = {item.nodeid: item for item in session.items}
+        _no_deadlines()
         baseline = _run_baseline(self.path, items)
         if isinstance(baseline, str):
             self.problem = baseline
@@ -121,6 +122,17 @@ class _Session:
         return True
 
     pytest_runtestloop.tryfirst = True  # type: ignore[attr-defined]
+
+
+def _no_deadlines() -> None:
+    """Hypothesis's per-example deadline, off: the traced baseline is several times
+    slower than a plain run, and a mutant that is merely slow must not count as killed.
+    (Tests that set their own deadline keep it.)"""
+    with contextlib.suppress(ImportError):
+        from hypothesis import settings
+
+        settings.register_profile("mutation-testing", settings.default, deadline=None)
+        settings.load_profile("mutation-testing")
 
 
 def _run_baseline(path: str, items: dict[str, Any]) -> Baseline | str:

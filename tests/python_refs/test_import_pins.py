@@ -184,3 +184,13 @@ def test_a_module_gone_between_finding_and_importing_is_not_found(
     with pytest.raises(ModuleNotFoundError) as raised:
         import_located(location, [tmp_path])
     assert str(raised.value) == f"module `{unique}` not found"
+
+
+def test_a_project_module_imported_twice_runs_once(tmp_path: Path, unique: str) -> None:
+    runs = tmp_path / "runs.txt"
+    (tmp_path / f"{unique}.py").write_text(
+        f"with open({str(runs)!r}, 'a') as f:\n    f.write('ran\\n')\n", "utf-8"
+    )
+    first = import_module(unique, [tmp_path])
+    assert import_module(unique, [tmp_path]) is first
+    assert runs.read_text("utf-8") == "ran\n"
