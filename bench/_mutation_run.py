@@ -125,13 +125,18 @@ class _Session:
 
 
 def _no_deadlines() -> None:
-    """Hypothesis's per-example deadline, off: the traced baseline is several times
-    slower than a plain run, and a mutant that is merely slow must not count as killed.
-    (Tests that set their own deadline keep it.)"""
+    """Hypothesis's per-example deadline and its too-slow health checks, off: the
+    traced baseline is several times slower than a plain run, and a mutant that is
+    merely slow must not count as killed. (Tests that set their own keep them.)"""
     with contextlib.suppress(ImportError):
-        from hypothesis import settings
+        from hypothesis import HealthCheck, settings
 
-        settings.register_profile("mutation-testing", settings.default, deadline=None)
+        settings.register_profile(
+            "mutation-testing",
+            settings.default,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
         settings.load_profile("mutation-testing")
 
 
