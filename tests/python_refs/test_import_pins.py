@@ -194,3 +194,50 @@ def test_a_project_module_imported_twice_runs_once(tmp_path: Path, unique: str) 
     first = import_module(unique, [tmp_path])
     assert import_module(unique, [tmp_path]) is first
     assert runs.read_text("utf-8") == "ran\n"
+
+
+def test_a_name_a_plain_module_imports_relatively_is_that_module(
+    tmp_path: Path, unique: str
+) -> None:
+    """`pkg.api.tools` where `pkg/api.py` says `from . import impl as tools` is
+    `pkg/impl.py`, as importing it would be (the way `os.path` is `posixpath`)."""
+    package = tmp_path / unique
+    package.mkdir()
+    (package / "__init__.py").write_text("", "utf-8")
+    (package / "impl.py").write_text("def f():\n    pass\n", "utf-8")
+    (package / "api.py").write_text("from . import impl as tools\n", "utf-8")
+    location = locate_module(f"{unique}.api.tools", [tmp_path])
+    assert location.problem == ""
+    assert location.path == package / "impl.py"
+    assert location.roots == (tmp_path.resolve(),)
+
+
+def test_a_name_a_plain_module_imports_is_that_module(tmp_path: Path, unique: str) -> None:
+    (tmp_path / f"{unique}_helpers.py").write_text("def f():\n    pass\n", "utf-8")
+    (tmp_path / f"{unique}.py").write_text(f"import {unique}_helpers as h\n", "utf-8")
+    location = locate_module(f"{unique}.h", [tmp_path])
+    assert location.problem == ""
+    assert location.path == tmp_path / f"{unique}_helpers.py"
+
+
+def test_a_name_a_plain_module_does_not_import_is_not_found(tmp_path: Path, unique: str) -> None:
+    (tmp_path / f"{unique}.py").write_text("nothing = 1\n", "utf-8")
+    assert locate_module(f"{unique}.nothing", [tmp_path]).problem == (
+        f"module `{unique}.nothing` not found: `{unique}` is a module, not a package, "
+        "and imports no module as `nothing`"
+    )
+
+
+def test_an_installed_module_reached_through_a_project_module_is_project_code(
+    tmp_path: Path, unique: str
+) -> None:
+    """`wrap.j` where the project's `wrap.py` says `import json as j`: the file is
+    json's, but importing it runs the project's `wrap.py` first, so it needs trust."""
+    import json
+
+    (tmp_path / f"{unique}.py").write_text("import json as j\n", "utf-8")
+    location = locate_module(f"{unique}.j", [tmp_path])
+    assert location.path == Path(json.__file__)
+    assert location.roots == (tmp_path.resolve(),)
+    assert location.top == tmp_path / f"{unique}.py"
+    assert location.in_project
