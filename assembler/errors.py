@@ -10,7 +10,7 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
 
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
-    │               (TemplateSecurityError), PermissionRuleError, TrustError,
+    │               (TemplateSecurityError), PermissionRuleError, ParameterError, TrustError,
     │               MissingCredentialsError*, ConfigurationError*
     │               (UnknownProviderError*), MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
@@ -170,6 +170,25 @@ class PermissionRuleError(UsageError):
 
     def __reduce__(self) -> tuple[type[PermissionRuleError], tuple[str, str, int]]:
         return type(self), (self.reason, self.rule, self.offset)
+
+
+class ParameterError(UsageError):
+    """Parameter values that do not fit the agent's `parameters`: every problem at once
+    (unknown names, required ones missing, values that do not match), before any model
+    call. `problems` holds one line each."""
+
+    def __init__(self, problems: Iterable[str], agent: str = "") -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        self.agent = agent
+        whose = f" of agent `{agent}`" if agent else ""
+        count = len(self.problems)
+        lines = "".join(f"\n  {problem}" for problem in self.problems)
+        super().__init__(
+            f"{count} problem{'' if count == 1 else 's'} with the parameters{whose}:{lines}"
+        )
+
+    def __reduce__(self) -> tuple[type[ParameterError], tuple[tuple[str, ...], str]]:
+        return type(self), (self.problems, self.agent)
 
 
 class MissingExtraError(UsageError):

@@ -187,6 +187,24 @@ class History(Sequence[Message]):
 
 
 @dataclass(frozen=True)
+class OutputRequest:
+    """The run must end with a JSON value of this schema (the manifest's `output`).
+
+    The request's `tools` already hold the tool `tool` (`final_answer`, its parameters
+    `schema`), which works with every provider. A provider with native structured
+    output may instead ask for the answer as the reply's text, constrained to
+    `strict_schema` (None: the schema has no form strict mode takes), when `native` is
+    True; it then leaves the tool out of what it sends and says so in
+    `ResponseDone.output_via`.
+    """
+
+    tool: str
+    schema: Mapping[str, Any]
+    strict_schema: Mapping[str, Any] | None = None
+    native: bool = True
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     """One request to a model: the system prompt of this turn, history, tool schemas."""
 
@@ -196,6 +214,8 @@ class ModelRequest:
     """The conversation: a tuple, or a `History` view of the runner's list."""
     tools: tuple[ToolSchema, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
+    output: OutputRequest | None = None
+    """The typed answer the run waits for (None: an answer in plain text)."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +232,10 @@ class ResponseDone:
     message: AssistantMessage
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""
+    output_via: Literal["", "native", "tool"] = ""
+    """How the request's `output` was asked for: `native` (the reply's text is the
+    answer, constrained by structured output) or `tool` ("": the same, as any provider
+    that knows nothing of `output` sends the `final_answer` tool it was given)."""
 
 
 StreamEvent = TextDelta | ResponseDone

@@ -7,13 +7,14 @@ replaces all three together, never one alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
+from assembler.agent.io import AgentIO
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
@@ -42,13 +43,18 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RunResult:
     """The outcome of `agent.prompt(...)`: the final text, every event, the tokens the
-    run used (all requests, summaries included) and the session it was recorded in."""
+    run used (all requests, summaries included) and the session it was recorded in.
+    `output` is the typed answer of an agent with `output:` (None without one, or when
+    the run ended without a valid one: `reason` is then `output_invalid`, `max_turns`,
+    ...), `message` what the run's end said (the last validation errors)."""
 
     text: str
     reason: str
     events: tuple[Event, ...] = field(default=())
     usage: Usage = field(default_factory=Usage)
     session_id: str = ""
+    output: Any = None
+    message: str = ""
 
     @property
     def completed(self) -> bool:
@@ -69,8 +75,11 @@ class Agent:
         assembly: Assembly,
         session: Session | None = None,
         team: Team[Agent] | None = None,
+        io: AgentIO | None = None,
     ) -> None:
         self.manifest = manifest
+        self.io = io or AgentIO(manifest)
+        """Parameters, task and output (`agent/io.py`)."""
         self.provider = provider
         self.loader = loader
         self.runner = runner
@@ -131,6 +140,8 @@ class Agent:
 
     def install(self, parts: AgentParts) -> None:
         """Swap in a new set of parts (snapshot, registry, prompt, hooks) at once."""
+        if self.io.values is not None:  # the new prompt shows the values bound
+            parts.prompt.parameters = self.io.values
         self.parts = self.runner.parts = parts
 
     # -- running ---------------------------------------------------------------
@@ -145,16 +156,32 @@ class Agent:
         await self.assembly.connect_mcp(self.parts)
         await self.parts.extension_hooks.session_start()
 
-    async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self,
+        prompt: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
+    ) -> AsyncIterator[Event]:
         """Run `prompt`, yielding events as they happen; the session file records
-        each message as soon as it is part of the conversation."""
+        each message as soon as it is part of the conversation.
+
+        Without `prompt`, the manifest's `task` is the message. `params` binds the
+        manifest's parameters for this run and the next (a `ParameterError` lists
+        every problem before any model call); without it, the values bound at the
+        build (or the defaults) stay."""
+        if params is not None:
+            self.io.bind(params)
+        values = self.io.current()
+        prompt = self.io.first_message(prompt)
+        self.parts.prompt.parameters = values
         await self.start()
         # the build's diagnostics and a server that failed to start, before the first
         # request: the model works without its tools, and the user should know why
         for issue in (*self.parts.pending_diagnostics(), *self.assembly.poll()):
             yield Diagnostic(issue.message, issue.severity)
         if self.session is not None:
-            self.session.append_run_start(prompt)
+            self.session.append_run_start(prompt, params=values if self.io.parameters else None)
         start_usage = self.runner.usage
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
@@ -175,15 +202,30 @@ class Agent:
             else:
                 yield event
 
-    async def prompt(self, prompt: str, *, max_turns: int | None = None) -> RunResult:
-        """Run `prompt` to the end and return the final answer."""
+    async def prompt(
+        self,
+        prompt: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
+    ) -> RunResult:
+        """Run `prompt` (the manifest's `task` without one) to the end and return the
+        final answer, and the typed `output` of an agent with `output:`."""
         events: list[Event] = []
-        async for event in self.stream(prompt, max_turns=max_turns):
+        async for event in self.stream(prompt, params=params, max_turns=max_turns):
             events.append(event)
         end = next((e for e in reversed(events) if isinstance(e, RunEnd)), None)
         if end is None:
             return RunResult("", "error", tuple(events))
-        return RunResult(end.text, end.reason, tuple(events), end.usage, end.session_id)
+        return RunResult(
+            end.text,
+            end.reason,
+            tuple(events),
+            end.usage,
+            end.session_id,
+            output=end.output,
+            message=end.message,
+        )
 
     # -- the conversation while it runs ------------------------------------------------
 

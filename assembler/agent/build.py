@@ -23,6 +23,7 @@ from typing import Unpack
 
 from assembler.agent.agent import Agent
 from assembler.agent.conversation import open_session
+from assembler.agent.io import AgentIO, check_output_tool
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
@@ -86,6 +87,9 @@ def build_agent(
     options = replace(options or BuildOptions(), **changes)
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
+    io = AgentIO(manifest)  # parameters checked before anything runs or asks
+    if options.params is not None:
+        io.bind(options.params)
     environment = os.environ if options.env is None else options.env
     flags, provider = options.flags, options.provider
 
@@ -127,6 +131,8 @@ def build_agent(
     traced = traced_provider(model_provider, telemetry)  # `chat` spans, memory's included
     assembly.memory = open_memory(manifest, traced, choice)
     parts = assembly.parts(snapshot)
+    if io.output is not None:
+        check_output_tool(parts.registry, io.output.tool)
 
     # 4. the runner
     limits = manifest.limits
@@ -157,6 +163,7 @@ def build_agent(
         context_window=window,
         compact_reserve=limits.compact_reserve,
         keep_tokens=min(DEFAULT_KEEP_TOKENS, window // 4) if window else DEFAULT_KEEP_TOKENS,
+        output=io.output,
     )
     agent = Agent(
         manifest=manifest,
@@ -167,6 +174,7 @@ def build_agent(
         assembly=assembly,
         session=recording,
         team=subagents,
+        io=io,
     )
     if telemetry is not None:  # spans name the session the agent is in at the time
         telemetry.conversation = lambda: agent.session.id if agent.session else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from assembler.agent.team import TeamMember
@@ -39,7 +39,9 @@ class BuildOptions:
     None consults the trust store (and `ask_trust`, when given). `team` is the sub-agent
     tree of the manifest when a parent builds its child (the tree is otherwise loaded
     by the build, and trust is decided for all of it at once). `env` stands for
-    `os.environ` (API keys, `${VAR}`, the tools' environment).
+    `os.environ` (API keys, `${VAR}`, the tools' environment). `params` are values of
+    the manifest's `parameters`, checked first (a `ParameterError` lists every problem
+    before anything is built); None binds them at the first run instead.
     """
 
     model: str | None = None
@@ -55,6 +57,7 @@ class BuildOptions:
     permission_mode: PermissionMode = "default"
     approver: Approver | None = None
     team: TeamMember | None = None
+    params: Mapping[str, Any] | None = None
 
 
 class BuildChanges(TypedDict, total=False):
@@ -73,3 +76,4 @@ class BuildChanges(TypedDict, total=False):
     permission_mode: PermissionMode
     approver: Approver | None
     team: TeamMember | None
+    params: Mapping[str, Any] | None

@@ -27,15 +27,19 @@ from assembler.manifest.model import (
     MCPToolSet,
     MemoryPolicy,
     ModelSpec,
+    OutputSpec,
+    ParameterSpec,
     PermissionsSpec,
     PythonToolSet,
     PythonToolSpec,
+    TaskTemplate,
     TemplateOverride,
     ToolEnvironmentSpec,
     ToolSetSpec,
     ToolsSpec,
 )
 from assembler.manifest.schema import schema_issues
+from assembler.manifest.schema_file import read_schema_file, schema_file_reference
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
 from assembler.safe_read import FileRefused, read_small_text
 
@@ -120,6 +124,11 @@ class _ManifestBuilder:
             prompt=self.prompt(d.get("prompt", {})),
             limits=Limits(**d.get("limits", {})),
             permissions=PermissionsSpec.from_data(d.get("permissions")),
+            parameters=tuple(
+                ParameterSpec(name, spec) for name, spec in d.get("parameters", {}).items()
+            ),
+            task=self.task(d.get("task")),
+            output=self.output(d.get("output")),
             source=self.source,
         )
 
@@ -207,6 +216,7 @@ class _ManifestBuilder:
                 description=item.get("description"),
                 workspace=item.get("workspace", "own"),
                 guidelines=guidelines,
+                params=item.get("params", {}),
             )
         server = item["mcp"]
         if isinstance(server, str):
@@ -267,6 +277,38 @@ class _ManifestBuilder:
             )
         name = raw["entry_point"]
         return ExtensionSpec("entry_point", name, raw.get("name", name), None, options)
+
+    def task(self, raw: str | None) -> TaskTemplate | None:
+        if raw is None:
+            return None
+        start = self.source.text_position(("task",), 1, 1)
+        return TaskTemplate(raw, self.path, start.line)
+
+    def output(self, raw: Mapping[str, Any] | None) -> OutputSpec | None:
+        """`output`, its schema read from the file a `{$ref: FILE}` names (a file that
+        cannot be read is an issue at the `$ref`, and then there is no output spec)."""
+        if raw is None:
+            return None
+        schema: Mapping[str, Any] = raw["schema"]
+        file = None
+        written = schema_file_reference(schema)
+        if written is not None:
+            file = self.resolve(written)
+            workspace = self.resolve(self.data.get("workspace", "."))
+            read = read_schema_file(file, (self.base, workspace), written)
+            if read.document is None:
+                self.issues.extend(read.issues)
+                at = ("output", "schema", "$ref")
+                self.issues.append(self.source.issue(at, f"schema file {written} {read.problem}"))
+                return None
+            schema = read.document.data
+        description = raw.get("description") or schema.get("description") or ""
+        return OutputSpec(
+            schema=schema,
+            retries=raw.get("retries", 2),
+            description=description if isinstance(description, str) else "",
+            file=file,
+        )
 
     def prompt(self, raw: Mapping[str, Any]) -> dict[str, TemplateOverride]:
         overrides: dict[str, TemplateOverride] = {}

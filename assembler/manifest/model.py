@@ -127,6 +127,8 @@ class AgentToolSet:
     description: str | None = None
     workspace: Literal["own", "inherit"] = "own"
     guidelines: tuple[str, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Values of the sub-agent's parameters fixed for every call (`params:`)."""
 
     def tool_name(self, child: Manifest) -> str:
         return self.name or child.name
@@ -251,6 +253,46 @@ class PermissionsSpec:
 
 
 @dataclass(frozen=True)
+class ParameterSpec:
+    """One of the manifest's `parameters`: its name and the JSON Schema of its value.
+    Without a `default` it is required."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+    @property
+    def required(self) -> bool:
+        return "default" not in self.schema
+
+    @property
+    def description(self) -> str:
+        text = self.schema.get("description")
+        return text if isinstance(text, str) else ""
+
+
+@dataclass(frozen=True)
+class TaskTemplate:
+    """The manifest's `task`: a template of the first user message, starting on `line`
+    of `manifest` (so an error can name the line it is on)."""
+
+    text: str
+    manifest: Path | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The manifest's `output`: the schema the run's answer must validate against (a
+    `$ref` file already read into it), the retries, and where the schema is written."""
+
+    schema: Mapping[str, Any]
+    retries: int = 2
+    description: str = ""
+    file: Path | None = None
+    """The schema file a `{$ref: FILE}` named; None for an inline schema."""
+
+
+@dataclass(frozen=True)
 class Manifest:
     """A loaded, validated manifest. `path` is absolute; `source` maps JSON paths
     back to lines for errors found after loading."""
@@ -272,6 +314,9 @@ class Manifest:
     prompt: Mapping[str, TemplateOverride] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     permissions: PermissionsSpec = field(default_factory=PermissionsSpec)
+    parameters: tuple[ParameterSpec, ...] = ()
+    task: TaskTemplate | None = None
+    output: OutputSpec | None = None
     source: SourceMap | None = field(default=None, compare=False, repr=False)
 
     @property

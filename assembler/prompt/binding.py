@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from assembler.manifest.model import Manifest
 from assembler.prompt.provider import MemorySource, SystemPromptProvider
@@ -46,14 +48,17 @@ def make_prompt_provider(
     snapshot: ResourceSnapshot,
     registry: ToolRegistry,
     memory: MemorySource | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> SystemPromptProvider:
-    """A fresh renderer (so its cache belongs to this agent) bound to live objects."""
+    """A fresh renderer (so its cache belongs to this agent) bound to live objects;
+    `parameters` are the values of the manifest's parameters the templates may use."""
     return SystemPromptProvider(
-        DynamicPromptRenderer(snapshot.templates),
+        DynamicPromptRenderer(snapshot.templates, [p.name for p in manifest.parameters]),
         identity=manifest.identity,
         context=manifest.context,
         registry=registry,
         workspace=workspace_view(manifest, snapshot),
         skills=skill_entries(manifest, snapshot),
         memory=memory,
+        parameters=parameters,
     )

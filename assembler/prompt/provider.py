@@ -38,6 +38,7 @@ class SystemPromptProvider:
         workspace: WorkspaceView,
         skills: Sequence[SkillEntry] = (),
         memory: MemorySource | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         self.renderer = renderer
         self.identity = identity
@@ -46,6 +47,9 @@ class SystemPromptProvider:
         self.workspace = workspace
         self.skills = tuple(skills)
         self.memory = memory
+        self.parameters: Mapping[str, Any] = dict(parameters or {})
+        """The values of the agent's parameters for the run in progress: read every
+        call, so values given with a prompt (RPC) reach that prompt's requests."""
 
     def render(self) -> RenderedPrompt:
         tools, guidelines = self.registry.prompt_view()
@@ -57,6 +61,7 @@ class SystemPromptProvider:
             workspace=self.workspace,
             skills=self.skills,
             memory=tuple(self.memory()) if self.memory is not None else (),
+            parameters=self.parameters,
         )
 
     def __call__(self) -> str:

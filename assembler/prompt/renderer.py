@@ -14,7 +14,8 @@ invalid context raises and leaves earlier entries intact.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,13 +90,18 @@ class DynamicPromptRenderer:
     shipped default is compiled when its section is first rendered (a prompt without
     skills or memory never pays for those templates)."""
 
-    def __init__(self, overrides: Mapping[str, TemplateOverride] | None = None) -> None:
+    def __init__(
+        self,
+        overrides: Mapping[str, TemplateOverride] | None = None,
+        parameters: Collection[str] = (),
+    ) -> None:
+        """`parameters`: the names of the agent's parameters, which overrides may use."""
         self._templates: dict[str, tuple[Template | None, TemplateOrigin]] = {}
         for section in SECTION_NAMES:
             override = (overrides or {}).get(section)
             if override is not None:
                 origin = override_origin(override)
-                template = check_override(section, override.text, origin)
+                template = check_override(section, override.text, origin, parameters)
                 self._templates[section] = (template, origin)
             else:
                 self._templates[section] = (None, TemplateOrigin(f"default {section} template"))
@@ -113,6 +119,7 @@ class DynamicPromptRenderer:
         workspace: WorkspaceView,
         skills: Sequence[SkillEntry] = (),
         memory: Sequence[MemoryEntry] = (),
+        parameters: Mapping[str, Any] | None = None,
     ) -> str:
         """The prompt text. `context` is a mapping, or its canonical JSON when the
         caller already canonicalised it once at build time."""
@@ -124,6 +131,7 @@ class DynamicPromptRenderer:
             workspace=workspace,
             skills=skills,
             memory=memory,
+            parameters=parameters,
         ).text
 
     def render_sections(
@@ -136,7 +144,10 @@ class DynamicPromptRenderer:
         workspace: WorkspaceView,
         skills: Sequence[SkillEntry] = (),
         memory: Sequence[MemoryEntry] = (),
+        parameters: Mapping[str, Any] | None = None,
     ) -> RenderedPrompt:
+        """`parameters`: the values of the agent's parameters, which section templates
+        may use (part of the cache key, as everything a template may show)."""
         context_json = context if isinstance(context, str) else canonical_json(context)
         key = (
             identity,
@@ -146,6 +157,7 @@ class DynamicPromptRenderer:
             workspace,
             tuple(skills),
             tuple(memory),
+            json.dumps(parameters, sort_keys=True, ensure_ascii=False) if parameters else "",
         )
         cached = self._cache.get(key)
         if cached is not None:
@@ -154,29 +166,35 @@ class DynamicPromptRenderer:
             return cached
         if not isinstance(identity, str) or not identity.strip():
             raise RenderError("identity must be a non-empty string")
-        rendered = self._render(key)
+        rendered = self._render(key, parameters or {})
         self.cache_misses += 1
         self._cache[key] = rendered
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return rendered
 
-    def _render(self, key: tuple[Any, ...]) -> RenderedPrompt:
-        identity, context_json, tools, guidelines, workspace, skills, memory = key
+    def _render(self, key: tuple[Any, ...], parameters: Mapping[str, Any]) -> RenderedPrompt:
+        identity, context_json, tools, guidelines, workspace, skills, memory, _ = key
+
+        def section(name: str, variables: Mapping[str, Any]) -> Section:
+            # a section's own variables win over a parameter of the same name (which
+            # validation refuses)
+            return self._section(name, {**parameters, **variables})
+
         sections = [
-            self._section("identity", {"identity": identity.strip(), "context_json": context_json}),
-            self._section("tools", {"tools": tools, "guidelines": guidelines})
+            section("identity", {"identity": identity.strip(), "context_json": context_json}),
+            section("tools", {"tools": tools, "guidelines": guidelines})
             if tools
             else Section("tools", NO_TOOLS, "code: no active tools"),
-            self._section(
+            section(
                 "workspace",
                 {"workspace": workspace.path, "context_files": workspace.context_files},
             ),
         ]
         if skills:
-            sections.append(self._section("skills", {"skills": skills}))
+            sections.append(section("skills", {"skills": skills}))
         if memory:
-            sections.append(self._section("memory", {"memories": memory}))
+            sections.append(section("memory", {"memories": memory}))
         text = "\n\n".join(f"## {s.name}\n{s.text}" for s in sections)
         return RenderedPrompt(text, tuple(sections))
 

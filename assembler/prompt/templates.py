@@ -13,7 +13,7 @@ override fails in CI, not in the middle of a run.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -174,35 +174,64 @@ def _template_line(error: BaseException) -> int:
     return line
 
 
-def template_problems(section: str, text: str) -> list[TemplateProblem]:
-    """Static checks of an override: it parses, uses only the section's variables,
-    and reaches for no underscore attribute. Runs no template code."""
+def template_problems(
+    section: str, text: str, parameters: Collection[str] = ()
+) -> list[TemplateProblem]:
+    """Static checks of an override: it parses, uses only the section's variables (and
+    the agent's `parameters`), and reaches for no underscore attribute. Runs no
+    template code."""
+    choices = ", ".join(f"`{v}`" for v in sorted(SECTION_VARIABLES[section]))
+    declared = ", ".join(f"`{p}`" for p in sorted(parameters))
+    also = f"; and the parameters {declared}" if declared else ""
+
+    def unknown(name: str) -> str:
+        return (
+            f"template uses `{name}`, which the {section} section does not provide "
+            f"(it has {choices}{also})"
+        )
+
+    return variable_problems(text, SECTION_VARIABLES[section] | frozenset(parameters), unknown)
+
+
+def used_variables(text: str) -> dict[str, int]:
+    """The variables a template names (`{{ issue_url }}`), each with the first line
+    using it; found by parsing (jinja2.meta), never by rendering. Empty when the text
+    does not parse (the syntax error is reported where the template is checked)."""
     from jinja2 import TemplateSyntaxError, meta
 
-    env = environment()
     try:
-        tree = env.parse(text)
+        tree = environment().parse(text)
+    except TemplateSyntaxError:
+        return {}
+    return {
+        name: _first_line_using(tree, name)
+        for name in sorted(meta.find_undeclared_variables(tree))
+    }
+
+
+def variable_problems(
+    text: str, allowed: Collection[str], unknown: Callable[[str], str]
+) -> list[TemplateProblem]:
+    """Static checks of any template: it parses, names only `allowed` variables
+    (`unknown(name)` words the problem), and reaches for no underscore attribute."""
+    from jinja2 import TemplateSyntaxError, meta
+
+    try:
+        tree = environment().parse(text)
     except TemplateSyntaxError as e:
         return [TemplateProblem(e.lineno or 1, f"template syntax error: {e.message}")]
-    problems: list[TemplateProblem] = []
-    allowed = SECTION_VARIABLES[section]
-    for name in sorted(meta.find_undeclared_variables(tree) - allowed):
-        line = _first_line_using(tree, name)
-        choices = ", ".join(f"`{v}`" for v in sorted(allowed))
-        problems.append(
-            TemplateProblem(
-                line,
-                f"template uses `{name}`, which the {section} section does not provide (it has {choices})",
-            )
+    problems = [
+        TemplateProblem(_first_line_using(tree, name), unknown(name))
+        for name in sorted(meta.find_undeclared_variables(tree) - set(allowed))
+    ]
+    problems.extend(
+        TemplateProblem(
+            line,
+            f"template reaches for `{attribute}`; the sandbox refuses Python internals",
+            security=True,
         )
-    for line, attribute in _private_attributes(tree):
-        problems.append(
-            TemplateProblem(
-                line,
-                f"template reaches for `{attribute}`; the sandbox refuses Python internals",
-                security=True,
-            )
-        )
+        for line, attribute in _private_attributes(tree)
+    )
     return problems
 
 
@@ -226,10 +255,12 @@ def _private_attributes(tree: Any) -> Iterator[tuple[int, str]]:
             yield int(node.lineno), attribute
 
 
-def check_override(section: str, text: str, origin: str | TemplateOrigin) -> Template:
+def check_override(
+    section: str, text: str, origin: str | TemplateOrigin, parameters: Collection[str] = ()
+) -> Template:
     """Compile an override for use, refusing the problems `template_problems` finds."""
     where = origin if isinstance(origin, TemplateOrigin) else TemplateOrigin(origin)
-    problems = template_problems(section, text)
+    problems = template_problems(section, text, parameters)
     if problems:
         # A reach for internals is reported as such even when a plain mistake comes first.
         security = [problem for problem in problems if problem.security]

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from assembler.frozen import thaw
 from assembler.messages import Message, ToolCall, ToolResultMessage
+from assembler.runner.answer import Answer
 from assembler.runner.hooks import (
     CallDecision,
     PermissionCheck,
@@ -41,6 +42,8 @@ class ToolCalls:
     tool_context: ToolContext
     max_parallel_tools: int
     _steers: deque[str]
+    _answer: Answer | None
+    """The typed answer of the run in progress (the `final_answer` calls go to it)."""
     _append: Callable[[Message], None]
     """Adds a message to the conversation and tells the recorder (`AgentRunner`'s)."""
 
@@ -102,6 +105,12 @@ class ToolCalls:
         started = time.perf_counter()
         if self._steers:
             record.final = ToolResult(SKIPPED_FOR_STEER, is_error=True)
+            return record
+        if self._answer is not None and call.name == self._answer.tool:
+            # the typed answer: no side effect, so no rule or guard stands between the
+            # model and finishing (see `runner.answer`)
+            record.executed = True
+            record.final = self._answer.on_call(call)
             return record
         if call.arguments is None:
             record.final = ToolResult(

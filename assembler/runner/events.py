@@ -165,7 +165,9 @@ class ErrorEvent:
 @dataclass(frozen=True)
 class RunEnd:
     """The end of one prompt's run. `reason`: completed, max_turns, blocked,
-    cancelled or error; `text` is the final assistant text."""
+    cancelled, error, or output_invalid (an agent with `output:` gave no valid answer
+    after its retries); `text` is the final assistant text. `typed` says the agent
+    declares an `output`; `output` is then the accepted answer (None without one)."""
 
     kind: ClassVar[str] = "run_end"
     reason: str
@@ -174,6 +176,8 @@ class RunEnd:
     usage: Usage = field(default_factory=Usage)
     message: str = ""
     session_id: str = ""
+    output: Any = None
+    typed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +190,7 @@ class RunEnd:
             "usage": self.usage.to_dict(),
             "message": self.message,
             **({"session_id": self.session_id} if self.session_id else {}),
+            **({"output": self.output} if self.typed else {}),
         }
 
 

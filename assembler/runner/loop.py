@@ -30,6 +30,7 @@ from assembler.messages import (
     UserMessage,
 )
 from assembler.providers.base import ModelProvider
+from assembler.runner.answer import OUTPUT_INVALID, Answer
 from assembler.runner.calls import ToolCalls
 from assembler.runner.compaction import (
     DEFAULT_KEEP_TOKENS,
@@ -59,6 +60,7 @@ from assembler.runner.hooks import (
 from assembler.runner.parts import RunnerParts, RunRecorder
 from assembler.runner.progress import ToolProgress
 from assembler.tools.base import ToolContext, ToolResult
+from assembler.typed.output import OutputContract
 
 DEFAULT_MAX_TURNS = 50
 DEFAULT_MAX_CONSECUTIVE_BLOCKS = 3
@@ -93,6 +95,7 @@ class AgentRunner(ToolCalls):
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
         endpoint: str = "",
         permissions: PermissionCheck | None = None,
+        output: OutputContract | None = None,
     ) -> None:
         self.provider = provider
         self.parts = parts
@@ -116,6 +119,9 @@ class AgentRunner(ToolCalls):
         self.running = False
         self.permissions = permissions
         """Decides each call before extensions do (the manifest's `permissions`)."""
+        self.output = output
+        """The schema every run must end with an answer of (the manifest's `output`)."""
+        self._answer: Answer | None = None
         self._steers: deque[str] = deque()
         self._follow_ups: deque[str] = deque()
 
@@ -226,6 +232,7 @@ class AgentRunner(ToolCalls):
             self.running = False
 
     async def _run(self, prompt: str, limit: int) -> AsyncGenerator[Event, None]:
+        answer = self._answer = Answer(self.output) if self.output is not None else None
         yield RunStart(prompt, self.label, self.endpoint)
         await self.parts.hooks.on_run_start(prompt)
         self._append(UserMessage(prompt))
@@ -271,11 +278,13 @@ class AgentRunner(ToolCalls):
                     pending = self._deliver(self._steers, "steer") or self._deliver(
                         self._follow_ups, "follow_up", one=True
                     )
+                    if not pending and answer is not None:
+                        pending = self._ask_again(answer.on_text(message.text, done.output_via))
                     if pending:
                         for event in pending:
                             yield event
                         continue
-                    reason, note = "completed", ""
+                    reason, note = _ending(answer)
                     break
                 for call in message.tool_calls:
                     yield ToolCallProposed(call)
@@ -302,6 +311,9 @@ class AgentRunner(ToolCalls):
                     )
                 await self.parts.hooks.on_turn_end(turn, message)
                 yield TurnEnd(turn, message, done.stop_reason)
+                if answer is not None and answer.done:
+                    reason, note = _ending(answer)
+                    break
                 for event in self._deliver(self._steers, "steer"):
                     yield event
                 if consecutive_blocks >= self.max_consecutive_blocks:
@@ -314,8 +326,20 @@ class AgentRunner(ToolCalls):
         except asyncio.CancelledError:
             await self.parts.hooks.on_run_end("cancelled")
             raise
+        finally:
+            self._answer = None
         await self.parts.hooks.on_run_end(reason)
-        yield RunEnd(reason, final_text, turn, self.usage, note)
+        output = answer.value if answer is not None and answer.accepted else None
+        yield RunEnd(
+            reason, final_text, turn, self.usage, note, output=output, typed=answer is not None
+        )
+
+    def _ask_again(self, text: str | None) -> list[Event]:
+        """The message a typed run sends back when a reply was not a valid answer."""
+        if text is None:
+            return []
+        self._append(UserMessage(text))
+        return [UserMessageDelivered("output_check", text)]
 
     async def _compact_if_full(self) -> AsyncIterator[Event]:
         """Compact before the request when reported usage nears the window; a failed
@@ -360,13 +384,22 @@ class AgentRunner(ToolCalls):
     async def _request(self) -> AsyncIterator[TextDelta | ResponseDone]:
         system = self.current_system_prompt()
         messages = await self.parts.hooks.transform_context(self.messages)
+        tools = self.parts.registry.schemas()
+        settings, output = self.settings, None
+        answer = self._answer
+        if answer is not None and not answer.done:  # the run ends with a typed answer
+            forced = answer.tool_choice(alone=not tools)
+            tools, output = (*tools, answer.tool_schema()), answer.request()
+            if forced is not None:
+                settings = replace(settings, tool_choice=forced)
         request = ModelRequest(
             model=self.model_name,
             system=system,
             # the conversation list is only appended to, so a view is a snapshot
             messages=History(self.messages) if messages is self.messages else tuple(messages),
-            tools=self.parts.registry.schemas(),
-            settings=self.settings,
+            tools=tools,
+            settings=settings,
+            output=output,
         )
         done = None
         async for event in self.provider.stream(request):
@@ -375,3 +408,10 @@ class AgentRunner(ToolCalls):
             yield event
         if done is None:
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
+
+
+def _ending(answer: Answer | None) -> tuple[str, str]:
+    """The end reason and note of a run that stops on its own (nothing more to ask)."""
+    if answer is None or answer.accepted:
+        return "completed", ""
+    return OUTPUT_INVALID, answer.note()

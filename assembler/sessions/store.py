@@ -251,9 +251,13 @@ class Session:
 
     # -- what a run writes besides its messages (docs/sessions.md has the fields) ----
 
-    def append_run_start(self, prompt: str) -> Entry:
-        """The start of one prompt's run."""
-        return self.append("event", {"event": {"type": "run_start", "prompt": prompt}})
+    def append_run_start(self, prompt: str, *, params: Mapping[str, Any] | None = None) -> Entry:
+        """The start of one prompt's run; `params`: the values of the agent's
+        parameters it runs with (an agent without parameters records none)."""
+        event: dict[str, Any] = {"type": "run_start", "prompt": prompt}
+        if params is not None:
+            event["params"] = dict(params)
+        return self.append("event", {"event": event})
 
     def append_run_end(self, end: Mapping[str, Any]) -> Entry:
         """The end of a run: its `run_end` event as `assemble run --json` prints it."""
