@@ -22,8 +22,8 @@ from typing import Any
 from assembler.errors import UsageError
 from assembler.manifest.model import Manifest
 from assembler.prompt.task import render_task
-from assembler.typed.output import OutputContract
 from assembler.tools.registry import ToolRegistry
+from assembler.typed.output import OutputContract
 from assembler.typed.parameters import Parameters
 
 

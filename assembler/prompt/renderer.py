@@ -13,8 +13,8 @@ invalid context raises and leaves earlier entries intact.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 import json
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any

@@ -204,8 +204,7 @@ def used_variables(text: str) -> dict[str, int]:
     except TemplateSyntaxError:
         return {}
     return {
-        name: _first_line_using(tree, name)
-        for name in sorted(meta.find_undeclared_variables(tree))
+        name: _first_line_using(tree, name) for name in sorted(meta.find_undeclared_variables(tree))
     }
 
 

@@ -10,7 +10,10 @@ What real compatible servers do differently, and how it is met (recorded exchang
 the name is taken once and only arguments are joined; it refuses an assistant message
 whose `content` is null, so tool-call messages carry `""`; some servers send no usage
 or refuse `stream_options`, so usage is asked for and the request repeated once
-without it when the server names that field in its refusal.
+without it when the server names that field in its refusal. A typed answer
+(`request.output`) is asked for with strict `response_format` where it can be (see
+`_native`); a server that refuses the field gets the request again with the
+`final_answer` tool, and never the field again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from openai.types.chat import (
     ChatCompletionToolChoiceOptionParam,
 )
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
+from openai.types.shared_params import ResponseFormatJSONSchema
 
 from assembler.errors import ProviderError
 from assembler.messages import (
@@ -42,6 +46,7 @@ from assembler.messages import (
     ForcedTool,
     ModelRequest,
     ModelSettings,
+    OutputRequest,
     ResponseDone,
     StreamEvent,
     TextDelta,
@@ -171,6 +176,8 @@ class OpenAIChatProvider(SDKProvider):
         self._shown_url = shown_url
         self._official = is_official_openai(base_url)
         self._include_usage = True
+        self._native_output = True
+        """Ask for a typed answer with `response_format` (until a server refuses it)."""
         self._max_retries = openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
             self._client = AsyncOpenAI(
@@ -186,14 +193,7 @@ class OpenAIChatProvider(SDKProvider):
     async def _attempt(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
         try:
-            try:
-                stream = await self._create(request)
-            except openai.APIStatusError as e:
-                if not (self._include_usage and _refuses_stream_options(e)):
-                    raise
-                # Usage is worth asking for, not worth failing over: ask no more.
-                self._include_usage = False
-                stream = await self._create(request)
+            stream, native = await self._create_with_fallbacks(request)
         except openai.OpenAIError as e:
             raise self._error(e) from e
 
@@ -225,12 +225,53 @@ class OpenAIChatProvider(SDKProvider):
             message=AssistantMessage(text="".join(text), tool_calls=calls.calls()),
             usage=usage,
             stop_reason=finish_reason,
+            output_via=("native" if native else "tool") if request.output is not None else "",
         )
 
-    async def _create(self, request: ModelRequest) -> _ChunkStream:
+    async def _create_with_fallbacks(self, request: ModelRequest) -> tuple[_ChunkStream, bool]:
+        """The request, repeated once without a field the server refused: usage in the
+        stream (`stream_options`), or the typed answer's `response_format` (asked for
+        with the `final_answer` tool instead, from then on)."""
+        while True:
+            native = self._native(request)
+            try:
+                return await self._create(request, native), native is not None
+            except openai.APIStatusError as e:
+                if self._include_usage and _refuses_stream_options(e):
+                    # Usage is worth asking for, not worth failing over: ask no more.
+                    self._include_usage = False
+                elif native is not None and _refuses_response_format(e):
+                    self._native_output = False
+                else:
+                    raise
+
+    def _native(self, request: ModelRequest) -> OutputRequest | None:
+        """The typed answer to ask for with `response_format` (the reply's text is the
+        answer), or None to leave it to the `final_answer` tool the request holds.
+
+        Native only when the schema has a strict form, and, on a server other than
+        api.openai.com, only when the answer is all there is to do: compatible servers
+        implement `response_format` by constraining the whole reply with a grammar,
+        which leaves a model no way to call a tool (llama.cpp's server refuses the two
+        together, or rewrites the tool format)."""
+        output = request.output
+        if output is None or not output.native or output.strict_schema is None:
+            return None
+        if not self._native_output:
+            return None
+        if not self._official and any(t.name != output.tool for t in request.tools):
+            return None
+        return output
+
+    async def _create(self, request: ModelRequest, native: OutputRequest | None) -> _ChunkStream:
         temperature, max_tokens, extra = self._sampling(request)
-        tools = [_tool_param(t.name, t.description, t.parameters) for t in request.tools]
         choice = self._tool_choice(request)
+        schemas = request.tools
+        if native is not None:  # the answer comes as text: its tool is not offered
+            schemas = tuple(t for t in schemas if t.name != native.tool)
+            if not schemas or (isinstance(choice, ForcedTool) and choice.name == native.tool):
+                choice = None
+        tools = [_tool_param(t.name, t.description, t.parameters) for t in schemas]
         stream: _ChunkStream = await self._client.chat.completions.create(
             model=request.model or self.model,
             messages=_messages(request),
@@ -238,6 +279,7 @@ class OpenAIChatProvider(SDKProvider):
             stream_options={"include_usage": True} if self._include_usage else omit,
             tools=tools if tools else omit,
             tool_choice=omit if choice is None else _tool_choice_param(choice),
+            response_format=omit if native is None else _response_format(native),
             temperature=omit if temperature is None else temperature,
             max_tokens=max_tokens if max_tokens and not self._official else omit,
             max_completion_tokens=max_tokens if max_tokens and self._official else omit,
@@ -326,6 +368,29 @@ def _refuses_stream_options(e: openai.APIStatusError) -> bool:
     """Whether the server refused the request because of `stream_options` (a server
     that validates strictly and does not know the field names it in its error)."""
     return 400 <= e.status_code < 600 and "stream_options" in f"{e.body} {e.message}"
+
+
+def _refuses_response_format(e: openai.APIStatusError) -> bool:
+    """Whether the server refused the request because of `response_format`: OpenAI
+    names it when a schema is not accepted, llama.cpp's server when it knows only
+    `json_object` or cannot turn the schema into a grammar."""
+    said = f"{e.body} {e.message}".lower()
+    return 400 <= e.status_code < 500 and any(
+        word in said for word in ("response_format", "json_schema", "json schema")
+    )
+
+
+def _response_format(output: OutputRequest) -> ResponseFormatJSONSchema:
+    """Strict structured output: the reply's text is JSON of the strict schema."""
+    assert output.strict_schema is not None
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.tool,
+            "schema": to_plain(output.strict_schema),
+            "strict": True,
+        },
+    }
 
 
 def _tool_choice_param(choice: ToolChoice) -> ChatCompletionToolChoiceOptionParam:

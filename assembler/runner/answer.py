@@ -26,7 +26,7 @@ from typing import Any
 
 from assembler.messages import ForcedTool, OutputRequest, ToolCall, ToolChoice, ToolSchema
 from assembler.tools.base import ToolResult
-from assembler.typed.output import OutputContract, Verdict
+from assembler.typed.output import NOT_JSON, OutputContract, Verdict
 
 OUTPUT_INVALID = "output_invalid"
 """The end reason of a run whose answers stayed invalid after every retry."""
@@ -97,14 +97,14 @@ class Answer:
             return None
         if via == "native":
             verdict = self.contract.from_text(text)
-            if not verdict.valid and verdict.errors[0].startswith("the reply is not JSON"):
-                if self.native:  # the server ignored the format: the tool from now on
-                    self.native = False
-                    self._force = True
-                    return (
-                        f"{verdict.errors[0]}. Give your final answer by calling the "
-                        f"`{self.tool}` tool, with the answer as its arguments."
-                    )
+            ignored = not verdict.valid and verdict.errors[0].startswith(NOT_JSON)
+            if ignored and self.native:  # the server ignored the format: the tool from now on
+                self.native = False
+                self._force = True
+                return (
+                    f"{verdict.errors[0]}. Give your final answer by calling the "
+                    f"`{self.tool}` tool, with the answer as its arguments."
+                )
             if self._judge(verdict):
                 return None
             return None if self.failed else self._feedback("reply with the corrected JSON")

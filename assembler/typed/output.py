@@ -39,6 +39,9 @@ what validation, the session file and a pipe should carry per run."""
 WRAPPER = "value"
 """The property a non-object answer is wrapped in (`{"value": ...}`)."""
 
+NOT_JSON = "the reply is not JSON"
+"""How the verdict on a reply that does not parse begins."""
+
 _FENCED = re.compile(r"\A\s*```(?:json)?[ \t]*\n(.*)\n```\s*\Z", re.S)
 
 
@@ -124,7 +127,7 @@ class OutputContract:
             value = json.loads(fenced.group(1) if fenced else text)
         except ValueError as e:
             shown = text.strip()[:80] or "(empty)"
-            return Verdict(None, (f"the reply is not JSON ({e}); it begins: {shown}",))
+            return Verdict(None, (f"{NOT_JSON} ({e}); it begins: {shown}",))
         if not isinstance(value, dict):
             return Verdict(None, ("the reply must be a JSON object",))
         return self._unwrap(value)

@@ -118,8 +118,10 @@ def read_text_value(schema: Mapping[str, Any], text: str) -> Any:
         value = json.loads(text)
     except ValueError:
         return text
-    if not types or _json_type(value) in types or (
-        "number" in types and _json_type(value) == "integer"
+    if (
+        not types
+        or _json_type(value) in types
+        or ("number" in types and _json_type(value) == "integer")
     ):
         return value
     return text

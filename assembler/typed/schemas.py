@@ -129,16 +129,16 @@ def resolve_local(root: Any, reference: str) -> Any:
             if node.get("$anchor") == fragment:
                 return node
         return _NOWHERE
-    node: Any = root
+    found: Any = root
     for raw in fragment[1:].split("/"):
         part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
+        if isinstance(found, Mapping) and part in found:
+            found = found[part]
+        elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
+            found = found[int(part)]
         else:
             return _NOWHERE
-    return node
+    return found
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Any:

@@ -33,7 +33,6 @@ _KEPT = frozenset(
         "enum",
         "const",
         "description",
-        "title",
         "pattern",
         "format",
         "minimum",
@@ -47,7 +46,7 @@ _KEPT = frozenset(
 )
 #: Annotations: they change nothing that validates, so they are left out.
 _DROPPED = frozenset(
-    {"default", "examples", "$comment", "$schema", "deprecated", "readOnly", "writeOnly"}
+    {"default", "examples", "title", "$comment", "$schema", "deprecated", "readOnly", "writeOnly"}
 )
 #: Keywords handled below (their values hold schemas).
 _STRUCTURE = frozenset(
@@ -84,7 +83,9 @@ def _node(schema: Any) -> dict[str, Any]:
         reference = schema["$ref"]
         if set(schema) - _DROPPED - {"$ref", "description"}:
             raise _NotStrict("a $ref with sibling keywords")
-        if not (isinstance(reference, str) and (reference == "#" or reference.startswith("#/$defs/"))):
+        if not (
+            isinstance(reference, str) and (reference == "#" or reference.startswith("#/$defs/"))
+        ):
             raise _NotStrict(f"the reference {reference!r}")
         return {"$ref": reference}
     fmt = schema.get("format")
