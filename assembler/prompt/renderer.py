@@ -250,11 +250,15 @@ def sample_variables(section: str, identity: str = "") -> dict[str, Any]:
     return samples[section]
 
 
-def sample_render(section: str, text: str, identity: str = "") -> TemplateProblem | None:
-    """Render an override once with `sample_variables`: the problem when it fails or
-    renders empty, else None. Runs within the render budget, so a template that never
-    finishes is reported rather than waited for. `text` passed `template_problems`."""
-    body, problem = try_render(compile_template(text), sample_variables(section, identity))
+def sample_render(
+    section: str, text: str, identity: str = "", parameters: Mapping[str, Any] | None = None
+) -> TemplateProblem | None:
+    """Render an override once with `sample_variables` (and `parameters`, sample values
+    of the agent's parameters): the problem when it fails or renders empty, else None.
+    Runs within the render budget, so a template that never finishes is reported rather
+    than waited for. `text` passed `template_problems`."""
+    variables = {**(parameters or {}), **sample_variables(section, identity)}
+    body, problem = try_render(compile_template(text), variables)
     if problem is not None:
         return problem
     if not body.strip():

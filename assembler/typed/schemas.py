@@ -14,6 +14,7 @@ never pays its import (a third of `assemble validate`'s start-up).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,9 +90,12 @@ def schema_problems(schema: Any) -> list[SchemaProblem]:
             key=lambda e: [str(p) for p in e.absolute_path],
         )
     ]
-    if problems:
-        return problems
     for path, node in subschemas(schema):
+        for at, pattern in _patterns(node, path):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                problems.append(SchemaProblem(at, f"`{pattern}` is not a regular expression: {e}"))
         for keyword in ("$ref", "$dynamicRef"):
             reference = node.get(keyword)
             if isinstance(reference, str):
@@ -99,6 +103,16 @@ def schema_problems(schema: Any) -> list[SchemaProblem]:
                 if problem:
                     problems.append(SchemaProblem((*path, keyword), problem))
     return problems
+
+
+def _patterns(node: Mapping[str, Any], path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
+    """The regular expressions of one schema object: `pattern`, `patternProperties`."""
+    if isinstance(node.get("pattern"), str):
+        yield (*path, "pattern"), node["pattern"]
+    extra = node.get("patternProperties")
+    if isinstance(extra, Mapping):
+        for key in extra:
+            yield (*path, "patternProperties", key), str(key)
 
 
 def reference_problem(root: Any, keyword: str, reference: str) -> str:
@@ -151,14 +165,16 @@ def compile_schema(schema: Mapping[str, Any]) -> Any:
 
 def value_errors(validator: Any, value: Any, *, prefix: str = "$") -> list[str]:
     """Every way `value` fails `validator`'s schema (at most `MAX_ERRORS`), each as
-    `$.labels[0]: 3 is not of type 'string'`, in document order. Empty: valid."""
+    `$.labels[0]: 3 is not of type 'string'`, in document order (`prefix` names the
+    value; "" leaves the place out when it is the value itself). Empty: valid."""
     if validator.is_valid(value):  # the fast path: no error objects are built
         return []
     errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
-    lines = [
-        f"{json_path(tuple(error.absolute_path), prefix)}: {one_line(error.message, ERROR_CHARS)}"
-        for error in errors[:MAX_ERRORS]
-    ]
+    lines = []
+    for error in errors[:MAX_ERRORS]:
+        where = json_path(tuple(error.absolute_path), prefix)
+        message = one_line(error.message, ERROR_CHARS)
+        lines.append(f"{where}: {message}" if where else message)
     if len(errors) > MAX_ERRORS:
         lines.append(f"... and {len(errors) - MAX_ERRORS} more")
     return lines

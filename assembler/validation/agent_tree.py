@@ -21,6 +21,7 @@ from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import TOOL_NAME, AgentToolSet, Limits, Manifest
 from assembler.manifest.yaml_source import JsonPath
 from assembler.validation.checks import CheckContext
+from assembler.validation.io_checks import check_subagent_params
 
 DEFAULT_MAX_DEPTH = Limits().max_agent_depth
 CYCLE = "sub-agents form a cycle"
@@ -122,6 +123,8 @@ def check_agent_tree(
                 count = f"{errors} error{'' if errors == 1 else 's'}"
                 yield ctx.issue(at, f"sub-agent {written} has {count} (reported at its own lines)")
             child = report.manifest
+        if child is not None:
+            yield from check_subagent_params(ctx, index, item, child)
         if child is not None and child.model is None:
             yield ctx.issue(
                 at,

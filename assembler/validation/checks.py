@@ -14,10 +14,11 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assembler.errors import Issue, ManifestError, PromptContextError
+from assembler.errors import Issue, ManifestError, PromptContextError, Severity
 from assembler.manifest.yaml_source import JsonPath
 from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
@@ -30,6 +31,12 @@ from assembler.validation.context import (
     is_file,
     items,
     mapping,
+)
+from assembler.validation.io_checks import (
+    check_output,
+    check_parameters,
+    check_task,
+    declared_parameters,
 )
 from assembler.validation.paths import (
     check_context_files,
@@ -193,14 +200,17 @@ def check_templates(ctx: CheckContext) -> Iterator[Issue]:
     from assembler.prompt.templates import SECTION_VARIABLES
 
     identity = ctx.data.get("identity")
+    parameters = declared_parameters(ctx.data)
     for section, spec in mapping(ctx.data.get("prompt")).items():
         if section not in SECTION_VARIABLES or not isinstance(spec, dict):
             continue
         if isinstance(spec.get("template"), str):
             at: JsonPath = ("prompt", section, "template")
-            for line, message in _template_issues(section, spec["template"], identity):
+            for line, message, severity in _template_issues(
+                section, spec["template"], identity, parameters
+            ):
                 mark = ctx.source.text_position(at, line, 1)
-                yield Issue(ctx.source.file, mark.line, mark.column, "error", message, fmt(at))
+                yield Issue(ctx.source.file, mark.line, mark.column, severity, message, fmt(at))
         elif isinstance(spec.get("file"), str):
             at = ("prompt", section, "file")
             text, problem = read_template_file(
@@ -210,23 +220,37 @@ def check_templates(ctx: CheckContext) -> Iterator[Issue]:
                 yield ctx.issue(at, f"template file {spec['file']} {problem}")
                 continue
             shown = display(ctx.resolve(spec["file"]))
-            for line, message in _template_issues(section, text, identity):
-                yield Issue(shown, line, 1, "error", message, fmt(at))
+            for line, message, severity in _template_issues(section, text, identity, parameters):
+                yield Issue(shown, line, 1, severity, message, fmt(at))
 
 
-def _template_issues(section: str, text: str, identity: Any) -> list[tuple[int, str]]:
-    """(line, message) of every static problem, or else of rendering it once."""
-    from assembler.prompt.templates import template_problems
+def _template_issues(
+    section: str, text: str, identity: Any, parameters: Mapping[str, Any]
+) -> list[tuple[int, str, Severity]]:
+    """(line, message, severity) of every static problem, or else of rendering it once.
+    A template that names parameters renders with sample values of them: a failure
+    there may be the sample's, so it is a warning."""
+    from assembler.prompt.templates import template_problems, used_variables
 
-    problems = template_problems(section, text)
+    problems = template_problems(section, text, list(parameters))
+    severity: Severity = "error"
     if not problems:
         # Imported here: the renderer (and the tool registry it draws on) is only
         # needed by a manifest that overrides a template.
         from assembler.prompt.renderer import sample_render
+        from assembler.typed.samples import sample_values
 
-        failed = sample_render(section, text, identity if isinstance(identity, str) else "")
+        named = {n: s for n, s in parameters.items() if n in used_variables(text)}
+        failed = sample_render(
+            section, text, identity if isinstance(identity, str) else "", sample_values(named)
+        )
+        if failed is not None and named:
+            severity = "warning"
+            failed = replace(
+                failed, message=f"{failed.message} (rendered with sample parameter values)"
+            )
         problems = [failed] if failed is not None else []
-    return [(max(problem.line, 1), problem.message) for problem in problems]
+    return [(max(problem.line, 1), problem.message, severity) for problem in problems]
 
 
 def check_extensions(ctx: CheckContext) -> Iterator[Issue]:
@@ -335,4 +359,7 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_context_files,
     check_tool_mentions,
     check_guidelines_without_tools,
+    check_parameters,
+    check_task,
+    check_output,
 )

@@ -37,6 +37,11 @@ def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict[str, Any]]]
         for key, value in node.items():
             if key in {"examples", "default", "const", "enum", "x-messages"}:
                 continue  # values, not subschemas
+            if key in {"properties", "patternProperties", "$defs"} and isinstance(value, dict):
+                # A map of names to subschemas (a property may be named `examples`).
+                for name, sub in value.items():
+                    yield from _walk(sub, f"{pointer}/{key}/{name}")
+                continue
             yield from _walk(value, f"{pointer}/{key}")
     elif isinstance(node, list):
         for index, value in enumerate(node):

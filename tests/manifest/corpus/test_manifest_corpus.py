@@ -82,5 +82,8 @@ def test_folder_cases_are_found_as_manifests_by_validate() -> None:
     """`assemble validate tests/manifest/corpus/valid` finds the same cases the test runs."""
     found, issues = find_manifests([CORPUS / "valid"])
     assert issues == []
-    sub_agents = [CORPUS / "valid" / "team" / "reviewer.yaml"]  # validated with `team` too
+    sub_agents = [  # validated with their parents too
+        CORPUS / "valid" / "team" / "reviewer.yaml",
+        CORPUS / "valid" / "typed" / "labeler.yaml",
+    ]
     assert sorted(found) == sorted([*VALID, *sub_agents])

@@ -1,0 +1,3 @@
+def final(text: str) -> str:
+    """Answer."""
+    return text
