@@ -43,6 +43,12 @@ class Preview:
     failures: tuple[Issue, ...] = ()
     """What failed while the agent started (an MCP server): a run would lack it, so the
     prompt shown is not the one a working setup gives (also in `diagnostics`)."""
+    parameters: Mapping[str, Any] | None = None
+    """The parameter values the prompt was rendered with (None: the agent has none)."""
+    first_message: str | None = None
+    """The first user message a run without a prompt sends (the rendered `task`)."""
+    output: Mapping[str, Any] | None = None
+    """The schema of the typed answer (`output:`), None without one."""
 
 
 def effective_permissions(manifest: Manifest) -> dict[str, object]:
@@ -98,10 +104,13 @@ def preview_dry_run(
     *,
     user_input: str | None = None,
     team: TeamMember | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Preview:
     """Everything a dry run can know, reading files only. `team`: the sub-agent tree
-    of `manifest` (loaded here when not given), whose tools are known from files."""
+    of `manifest` (loaded here when not given), whose tools are known from files.
+    `params`: values of the manifest's parameters (checked; defaults filled in)."""
     flags = flags or LoaderFlags()
+    typed = _typed_view(manifest, params)
     snapshot = ResourceLoader(manifest, flags).reload()
     member = team or load_team(manifest, env=os.environ, unset_variables="warning")
 
@@ -114,8 +123,9 @@ def preview_dry_run(
     collection.extend(memory.tools)
     registry = collection.registry()
     source = (lambda: memory.entries) if memory.in_prompt else None
-    provider = make_prompt_provider(manifest, snapshot, registry, source)
+    provider = make_prompt_provider(manifest, snapshot, registry, source, typed.parameters)
     return Preview(
+        **typed.fields(),
         rendered=provider.render(),
         tools=registry.tools(),
         snapshot=snapshot,
@@ -162,6 +172,37 @@ def _dry_run_memory(
     return _MemoryPreview(selection.entries, tools, in_prompt)
 
 
+@dataclass(frozen=True)
+class _TypedView:
+    """What a preview shows of an agent's parameters, task and output."""
+
+    parameters: Mapping[str, Any] | None = None
+    first_message: str | None = None
+    output: Mapping[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "parameters": self.parameters,
+            "first_message": self.first_message,
+            "output": self.output,
+        }
+
+
+def _typed_view(manifest: Manifest, params: Mapping[str, Any] | None) -> _TypedView:
+    """The values bound (a `ParameterError` lists every problem), the task rendered
+    with them, and the output schema; empty for an agent with none of the three (which
+    never pays for compiling a schema)."""
+    if not (manifest.parameters or manifest.task or manifest.output or params):
+        return _TypedView()
+    from assembler.agent.io import AgentIO  # compiles schemas: only for a typed agent
+
+    io = AgentIO(manifest)
+    values = io.bind(params)
+    first = io.first_message(None) if manifest.task is not None else None
+    output = dict(io.output.schema) if io.output is not None else None
+    return _TypedView(values if manifest.parameters else None, first, output)
+
+
 async def _not_run(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
     return ToolResult("a dry run does not run sub-agents", is_error=True)
 
@@ -193,6 +234,7 @@ async def preview_live(
     user_input: str | None = None,
     team: TeamMember | None = None,
     model: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Preview:
     """Build the real agent (extensions loaded, servers started) and read its prompt;
     `team` when `manifest` is a sub-agent of the tree it comes from. Without `model`
@@ -203,6 +245,7 @@ async def preview_live(
     # providers, extensions) would add to every `render --dry-run` start-up.
     from assembler.agent.build import build_agent
 
+    typed = _typed_view(manifest, params)
     agent = build_agent(
         manifest,
         provider=NoModel() if model is None else None,
@@ -214,6 +257,7 @@ async def preview_live(
         session_dir=session_dir,
         team=team,
     )
+    agent.parts.prompt.parameters = dict(typed.parameters or {})
     try:
         await agent.start()
         selected: tuple[MemoryEntry, ...] = ()
@@ -226,6 +270,7 @@ async def preview_live(
             selected = await memory.select(user_input or "")
         started = tuple(agent.assembly.poll())
         return Preview(
+            **typed.fields(),
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,

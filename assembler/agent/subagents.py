@@ -18,6 +18,7 @@ cancellation goes on.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -43,7 +44,13 @@ class ChildAgent(Protocol):
 
     session: Session | None
 
-    def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]: ...
+    def stream(
+        self,
+        prompt: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
+    ) -> AsyncIterator[Event]: ...
     async def aclose(self) -> None: ...
 
 
@@ -135,6 +142,8 @@ class Subagent(Generic[AgentT]):
         )
 
     async def _execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        if self.manifest.parameters:  # a typed child: the arguments are its parameters
+            return await self.run(None, context, params={**self.delegate.spec.params, **arguments})
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             return ToolResult(
@@ -143,8 +152,17 @@ class Subagent(Generic[AgentT]):
             )
         return await self.run(task, context)
 
-    async def run(self, task: str, context: ToolContext) -> ToolResult:
-        """Build a child, run `task` to its end, close it; the result for the parent."""
+    async def run(
+        self,
+        task: str | None,
+        context: ToolContext,
+        *,
+        params: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """Build a child, run `task` (its own `task:` with `params` when None) to its
+        end, close it; the result for the parent: its answer, or its `output` as JSON.
+        Parameters that do not fit are an error result listing every problem, before
+        the child's model is called."""
         details: dict[str, Any] = {"agent": self.path}
         try:
             session = self._open_session(context.call_id, details)
@@ -153,7 +171,7 @@ class Subagent(Generic[AgentT]):
             return self._failure(f"could not be built: {_reason(e)}", details)
         end: RunEnd | None = None
         failure: str | None = None
-        events = child.stream(task)
+        events = child.stream(task, params=params)
         try:
             async for event in events:
                 if isinstance(event, RunEnd):
@@ -182,6 +200,9 @@ class Subagent(Generic[AgentT]):
         if end.reason != "completed":
             said = f"\nIts last text:\n{_cut(end.text, context)}" if end.text else ""
             return self._failure(f"did not finish ({end.reason}): {end.message}{said}", details)
+        if end.typed:  # the child's typed answer, whole: the parent reads it as data
+            details["output"] = end.output
+            return ToolResult(json.dumps(end.output, ensure_ascii=False), details=details)
         return ToolResult(_cut(end.text or "(no answer)", context), details=details)
 
     def _failure(self, what: str, details: Mapping[str, Any]) -> ToolResult:

@@ -136,14 +136,26 @@ TASK_PARAMETERS: Mapping[str, object] = {
 }
 
 
+def delegate_parameters(delegate: Delegate) -> Mapping[str, object]:
+    """The sub-agent tool's input: `{task}`, or the child's `parameters` (less those
+    the parent's entry fixes with `params:`) when it declares any, so the parent's
+    model calls a typed child like a typed function."""
+    child = delegate.member.manifest
+    if not child.parameters:
+        return TASK_PARAMETERS
+    from assembler.typed.parameters import Parameters  # compiles schemas: only when typed
+
+    return Parameters(child.parameters).input_schema(fixed=delegate.spec.params)
+
+
 def delegate_tool(delegate: Delegate, execute: ToolFunction) -> Tool:
-    """The tool `NAME(task)` of a sub-agent, the same in a dry run and a real build
+    """The tool `NAME(task)` (or `NAME(<its parameters>)`) of a sub-agent, the same in a dry run and a real build
     (only `execute` differs), so `render` shows exactly what the model gets."""
     first = delegate.description.strip().splitlines()[0] if delegate.description.strip() else ""
     return Tool(
         name=delegate.name,
         description=delegate.description,
-        parameters=TASK_PARAMETERS,
+        parameters=delegate_parameters(delegate),
         execute=execute,
         snippet=first,
         guidelines=(),

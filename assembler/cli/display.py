@@ -52,10 +52,15 @@ class EventPrinter:
     stderr with the tool activity, once the turn shows it is not the answer.
     """
 
-    def __init__(self, *, color: bool | None = None, answer_only: bool = False) -> None:
+    def __init__(
+        self, *, color: bool | None = None, answer_only: bool = False, typed: bool = False
+    ) -> None:
         self.color = color
         self.mid_line = False
         self.answer_only = answer_only
+        self.typed = typed
+        """The agent declares `output:` (with `answer_only`, stdout gets the object as
+        JSON and nothing else; every text of the model goes to stderr)."""
         self.pending: list[str] = []
         self.blocked: set[str] = set()  # call ids already shown as blocked
         self.errors: set[str] = set()  # error messages already shown
@@ -87,6 +92,8 @@ class EventPrinter:
             self.mid_line = not event.text.endswith("\n")
         elif isinstance(event, TurnStart) and event.turn > 1:
             self._end_line()
+        elif isinstance(event, TurnEnd) and self.answer_only and self.typed:
+            self._flush_narration()  # the typed answer is the object, never text
         elif isinstance(event, TurnEnd) and self.answer_only and not event.message.tool_calls:
             answer = "".join(self.pending)
             self.pending.clear()
@@ -94,6 +101,9 @@ class EventPrinter:
                 self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, RunEnd):
             self._end_line()
+            if self.answer_only and event.typed and event.reason == "completed":
+                # one line of JSON, so `| jq` and `| python -m json.tool` read it
+                self._out(json.dumps(event.output, ensure_ascii=False))
             if event.reason == "error" and event.message in self.errors:
                 return  # the error line above said it: each error is printed once
             if event.reason != "completed":

@@ -7,6 +7,7 @@ so a prompt change can be reviewed in a pull request like code (`--write` a snap
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,12 +22,14 @@ from assembler.cli.common import (
     manifest_argument,
     resource_options,
 )
+from assembler.cli.params import given_params, param_options
 from assembler.cli.terminal import for_stdout
 from assembler.errors import RenderError
 from assembler.text import terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.preview import Preview
+    from assembler.manifest.model import Manifest
 
 WORKSPACE_PLACEHOLDER = "{workspace}"
 
@@ -87,6 +90,7 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
     help="Show this sub-agent instead, as a delegation builds it: tool names from "
     "MANIFEST down (`reviewer`, `reviewer/helper`).",
 )
+@param_options
 @resource_options
 def render(
     manifest: Path | None,
@@ -100,11 +104,17 @@ def render(
     trust: bool,
     model: str | None,
     agent_path: str | None,
+    param_pairs: tuple[str, ...],
+    params_file: str | None,
     **resources: Any,
 ) -> None:
     """Show the exact system prompt and tool schemas of MANIFEST's first request
     (default: ./agent.yaml). Exit 1 when an MCP server failed to start (the prompt is
     still shown), or with --strict when a dry run cannot know everything.
+
+    An agent with `parameters` renders with the values of --param/--params (sample
+    values, said on stderr, for required ones not given), and the first user message
+    its `task` makes is shown after the tools.
 
     Example: assemble render --dry-run --agent reviewer agents/team/lead.yaml
     """
@@ -134,8 +144,9 @@ def render(
         from assembler.agent.model_choice import check_model
 
         check_model(loaded, model)
+    params = _render_params(loaded, param_pairs, params_file)
     if dry_run:
-        preview = preview_dry_run(loaded, flags, user_input=user_input, team=team)
+        preview = preview_dry_run(loaded, flags, user_input=user_input, team=team, params=params)
     else:
         import asyncio  # only the live preview runs an event loop; a dry run stays lean
 
@@ -148,6 +159,7 @@ def render(
                 user_input=user_input,
                 team=team,
                 model=model,
+                params=params,
             )
         )
     echo_new_issues(preview.diagnostics, shown.issues, manifest)  # validation printed some
@@ -183,6 +195,23 @@ def render(
         sys.exit(1)
 
 
+def _render_params(
+    manifest: Manifest, pairs: tuple[str, ...], file: str | None
+) -> dict[str, Any] | None:
+    """The values given, checked (one error listing every problem); with none given,
+    the defaults, and a sample value (said on stderr) for each required parameter, so a
+    prompt can be reviewed without inventing values."""
+    if pairs or file is not None or not manifest.parameters:
+        return given_params(manifest, pairs, file)
+    from assembler.typed.samples import sample_value
+
+    missing = [p for p in manifest.parameters if p.required]
+    if missing:
+        names = ", ".join(f"`{p.name}`" for p in missing)
+        click.echo(f"render: no value given for {names}; rendered with sample values", err=True)
+    return {p.name: sample_value(p.schema) for p in missing}
+
+
 def _text(preview: Preview, prompt_only: bool) -> str:
     prompt = preview.rendered.text
     if prompt_only:  # byte for byte: `| sha256sum` is the JSON output's `sha256`
@@ -197,6 +226,10 @@ def _text(preview: Preview, prompt_only: bool) -> str:
         lines.append("")
         lines.append(f"---- selected memories ({len(preview.memory)}) ----")
         lines.extend(preview.memory)
+    if preview.output is not None:
+        lines += ["", "---- output schema ----", json.dumps(preview.output, ensure_ascii=False)]
+    if preview.first_message is not None:
+        lines += ["", "---- first user message (task) ----", preview.first_message.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -222,7 +255,6 @@ def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
     """With `portable` (a snapshot), texts hold `{workspace}` before they are hashed and
     counted, so the snapshot's hash matches its own prompt on every checkout."""
     import hashlib
-    import json
 
     def shown(text: str) -> str:
         return _portable(text, workspace) if portable else text
@@ -258,6 +290,9 @@ def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
         "permissions": dict(preview.permissions),
         "unknown": list(preview.unknowns),
         "diagnostics": [issue.format() for issue in preview.diagnostics],
+        **({"parameters": dict(preview.parameters)} if preview.parameters is not None else {}),
+        **({"output": preview.output} if preview.output is not None else {}),
+        **({"first_message": shown(preview.first_message)} if preview.first_message else {}),
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 

@@ -23,12 +23,19 @@ from assembler.cli.common import (
     loader_flags,
     manifest_argument,
 )
+from assembler.cli.params import given_params, param_options
 from assembler.cli.resume import SessionRequest, choose_session, session_options, terminal_can_ask
 from assembler.errors import UsageError
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
     from assembler.permissions.policy import PermissionMode
+    from assembler.runner.events import RunEnd
+
+OUTPUT_INVALID = "output_invalid"  # as `runner.answer.OUTPUT_INVALID` (not imported: start-up)
+EXIT_OUTPUT_INVALID = 3
+"""The exit code of a run whose typed answer stayed invalid after every retry, so a
+pipeline tells "the agent could not answer in shape" from other failures (1)."""
 
 MAX_PIPED_BYTES = 16 * 1024 * 1024
 """The most a prompt may take from stdin: more is beyond any model's context."""
@@ -49,6 +56,12 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
     "appended to it; `-p -` reads the whole prompt from stdin.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as JSON lines.")
+@param_options
+@click.option(
+    "--output-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the typed answer (an agent with `output:`) to this file as JSON.",
+)
 @click.option(
     "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
 )
@@ -67,6 +80,9 @@ def run(
     resume: str | None,
     fork: str | None,
     permission_mode: PermissionMode,
+    param_pairs: tuple[str, ...],
+    params_file: str | None,
+    output_file: Path | None,
     **resources: Any,
 ) -> None:
     """Run MANIFEST's agent (default: ./agent.yaml) on a prompt (-p), or interactively.
@@ -75,6 +91,11 @@ def run(
     lists the commands, Ctrl-C cancels the current turn, /exit (or Ctrl-D) leaves.
     Tool calls and results are shown on stderr. --continue and --resume go on with an
     earlier session; `assemble sessions list` shows them.
+
+    A manifest with `task:` runs its task without -p, with the values of its
+    `parameters` given by --param/--params. With `output:`, -p prints the typed answer
+    as one line of JSON on stdout (and nothing else); a run that ends without a valid
+    one exits 3.
     """
     from assembler.agent.build import build_agent
     from assembler.cli.turns import banner
@@ -83,10 +104,18 @@ def run(
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     manifest = manifest_argument(manifest)
     request = SessionRequest.from_options(continue_, resume, fork)
+    if params_file == "-" and prompt is not None:
+        raise click.UsageError("--params - reads stdin, which -p reads too: give a file")
     if prompt is not None:
         prompt = _prompt_with_stdin(prompt, sys.stdin)
+    output_file = output_file.resolve() if output_file is not None else None
     flags = loader_flags(resources)
     shown = load_reporting(manifest, flags)
+    # every problem with the values at once, before anything is built or asked
+    params = given_params(shown.manifest, param_pairs, params_file)
+    one_shot = prompt is not None or shown.manifest.task is not None
+    if output_file is not None and (shown.manifest.output is None or not one_shot):
+        raise click.UsageError("--output-file needs an agent with `output:` run on one task or -p")
     session_dir = enter_workspace(shown.manifest, session_dir)
     session, fork_entry = choose_session(
         request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
@@ -99,28 +128,35 @@ def run(
         session=session,
         fork=fork_entry,
         permission_mode=permission_mode,
+        params=params,
     )
     agent = build_agent(shown.manifest, options)
     banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
-    if prompt is not None:
-        reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
-        if reason != "completed":
-            sys.exit(1)
+    if one_shot:
+        end = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
+        if end is not None and end.typed and output_file is not None and end.output is not None:
+            write_output(output_file, end.output)
+        if end is None or end.reason != "completed":
+            sys.exit(EXIT_OUTPUT_INVALID if end and end.reason == OUTPUT_INVALID else 1)
         return
     code = asyncio.run(_interactive(agent, as_json, max_turns))
     if code:
         sys.exit(code)
 
 
-async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
-    """`-p`: nobody can answer an `ask` (it is a deny the model reads) unless
-    `--permission-mode` decides asks."""
+async def _one_shot(
+    agent: Agent, prompt: str | None, as_json: bool, max_turns: int | None
+) -> RunEnd | None:
+    """`-p` (or the manifest's task): nobody can answer an `ask` (it is a deny the
+    model reads) unless `--permission-mode` decides asks. The run's end event."""
     from assembler.cli.turns import drive, session_note
 
+    ends: list[RunEnd] = []
     try:
-        return await drive(agent, prompt, as_json, max_turns, answer_only=True)
+        await drive(agent, prompt, as_json, max_turns, answer_only=True, ends=ends)
+        return ends[-1] if ends else None
     finally:
         await agent.aclose()
         session_note(agent, as_json)
@@ -190,3 +226,17 @@ def _is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def write_output(file: Path, output: Any) -> None:
+    """`--output-file`: the typed answer as JSON, replaced whole."""
+    import json
+
+    from assembler.files import atomic_write
+
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(output, ensure_ascii=False, indent=2) + "\n"
+        atomic_write(file, text.encode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot write the output to {file}: {e.strerror or e}") from e

@@ -22,16 +22,17 @@ if TYPE_CHECKING:
 
 async def drive(
     agent: Agent,
-    prompt: str,
+    prompt: str | None,
     as_json: bool,
     max_turns: int | None,
     *,
     answer_only: bool = False,
     printer: EventPrinter | None = None,
+    ends: list[RunEnd] | None = None,
 ) -> str:
-    """Run `prompt`, showing its events; the run's end reason ("error" if it never
-    ended)."""
-    printer = printer or EventPrinter(answer_only=answer_only)
+    """Run `prompt` (the manifest's `task` when None), showing its events; the run's
+    end reason ("error" if it never ended). The run's end event is added to `ends`."""
+    printer = printer or EventPrinter(answer_only=answer_only, typed=agent.io.output is not None)
     reason = "error"
     # -p on a terminal: a sign of life on stderr while the model (or a tool) works
     spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
@@ -47,6 +48,8 @@ async def drive(
                 printer.show(event)
             if isinstance(event, RunEnd):
                 reason = event.reason
+                if ends is not None:
+                    ends.append(event)
     finally:
         if drawing is not None:
             drawing.cancel()

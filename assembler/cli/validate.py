@@ -76,29 +76,58 @@ def validate(
         sys.exit(1)
 
 
-@click.command(epilog="\b\nExample:\n  assemble schema --output .assembler/agent.schema.json")
+@click.command(
+    epilog="\b\nExample:\n  assemble schema --output .assembler/agent.schema.json\n"
+    "  assemble schema --io agents/triage.yaml"
+)
+@click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "-o",
     "--output",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write the schema to this file (replaced whole, atomically) instead of stdout.",
 )
-def schema(output: Path | None) -> None:
+@click.option(
+    "--io",
+    "io",
+    is_flag=True,
+    help="Print MANIFEST's interface instead: the JSON Schemas of its parameters and output.",
+)
+def schema(manifest: Path | None, output: Path | None, io: bool) -> None:
     """Print the manifest JSON Schema (JSON Schema 2020-12).
 
     Its `$id` names the manifest format version (`urn:agent-assembler:schema:agent:1`)
-    and stays the same for every release that reads that version.
+    and stays the same for every release that reads that version. With --io, print
+    MANIFEST's own interface (`{name, parameters, output}`), so another program can
+    call the agent safely; the manifest is validated first and nothing runs.
     """
     from assembler.manifest.schema import schema_text
 
+    if manifest is not None and not io:
+        raise click.UsageError("a MANIFEST is read with --io (the manifest schema needs none)")
+    text = schema_text()
+    if io:
+        text = _io_schema(manifest)
     if output is None:
-        click.echo(schema_text(), nl=False)
+        click.echo(text, nl=False)
         return
     from assembler.errors import UsageError
     from assembler.files import atomic_write
 
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(output, schema_text().encode("utf-8"))
+        atomic_write(output, text.encode("utf-8"))
     except OSError as e:
         raise UsageError(f"cannot write the schema to {output}: {e.strerror or e}") from e
+
+
+def _io_schema(manifest: Path | None) -> str:
+    """MANIFEST's parameters and output as JSON Schemas (`AgentIO.schema`)."""
+    import json
+
+    from assembler.agent.io import AgentIO
+    from assembler.cli.common import load_reporting, manifest_argument
+    from assembler.resources.loader import LoaderFlags
+
+    loaded = load_reporting(manifest_argument(manifest), LoaderFlags(), unset_variables="warning")
+    return json.dumps(AgentIO(loaded.manifest).schema(), indent=2, ensure_ascii=False) + "\n"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from assembler.agent.agent import Agent
-from assembler.errors import AssemblerError
+from assembler.errors import AssemblerError, ParameterError
 from assembler.rpc.approvals import RpcApprovals
 from assembler.rpc.errors import RpcError
 from assembler.rpc.methods import AgentMethods
@@ -210,8 +210,17 @@ class RpcServer:
             return
         params = request.params_object()
         text = params.get("text")
-        if not isinstance(text, str) or not text:
+        values = params.get("params")
+        if values is not None and not isinstance(values, dict):
+            raise RpcError("InvalidParams", "`params` must be an object of parameter values")
+        runs_task = text is None and self.agent.io.task is not None  # rendered with `params`
+        if not runs_task and (not isinstance(text, str) or not text):
             raise RpcError("InvalidParams", "`text` must be a non-empty string")
+        if values is not None:  # every problem at once, before the run starts
+            try:
+                self.agent.io.bind(values)
+            except ParameterError as e:
+                raise RpcError("InvalidParams", str(e)) from e
         max_turns = params.get("max_turns")
         if max_turns is not None and (
             not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
@@ -237,7 +246,7 @@ class RpcServer:
         else:
             self.send({"id": request.ident, "result": task.result()})
 
-    async def _stream(self, ident: Any, text: str, max_turns: int | None) -> dict[str, Any]:
+    async def _stream(self, ident: Any, text: str | None, max_turns: int | None) -> dict[str, Any]:
         final: dict[str, Any] = {}
         events = self.agent.stream(text, max_turns=max_turns)
         try:
