@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import ToolError
-from assembler.eval.spec import Check
+from assembler.eval.output_checks import check_output
+from assembler.eval.spec import VALUE_KINDS, Check
 from assembler.eval.workspace import differences, digests
 from assembler.permissions.path_patterns import PathPattern, compile_path_pattern
 from assembler.tools.base import ToolContext
@@ -82,6 +83,7 @@ async def run_checks(
     calls: Sequence[CallSummary],
     before: Mapping[str, str],
     check_timeout: float,
+    output: Any = None,
 ) -> list[CheckResult]:
     """Run `checks` in order against the finished run; `before` holds the
     fingerprints `unchanged` compares with."""
@@ -97,6 +99,8 @@ async def run_checks(
             passed, evidence = _answer_contains(check, answer)
         elif check.kind == "answer_matches":
             passed, evidence = await _answer_matches(check, answer, check_timeout)
+        elif check.kind in VALUE_KINDS:
+            passed, evidence = check_output(check, output)
         else:
             passed, evidence = _tool(check, calls)
         results.append(CheckResult(check.kind, check.describe(), passed, evidence))

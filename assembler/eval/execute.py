@@ -136,6 +136,7 @@ class _Run:
             error=error,
             checks=tuple(self.checks),
             answer=(end.text if end is not None else "")[:MAX_ANSWER_CHARS],
+            output=end.output if end is not None else None,
             turns=self.observed.turns,
             usage=end.usage.to_dict() if end is not None else dict(self.observed.usage),
             tool_calls=tuple(self.observed.calls.values()),
@@ -209,7 +210,9 @@ async def _attempt(
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
         try:
-            async for event in agent.stream(request.task.prompt, max_turns=request.max_turns):
+            prompt = request.task.prompt or None  # none: the agent's `task:`
+            params = request.task.params
+            async for event in agent.stream(prompt, params=params, max_turns=request.max_turns):
                 run.observed.add(event)
         finally:
             run.timings["run"] = time.perf_counter() - mark
@@ -227,6 +230,7 @@ async def _attempt(
         calls=list(run.observed.calls.values()),
         before=before,
         check_timeout=request.check_timeout,
+        output=end.output,
     )
     run.timings["checks"] = time.perf_counter() - mark
 

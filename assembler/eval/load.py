@@ -23,6 +23,7 @@ from assembler.eval.spec import (
     CHECK_KINDS,
     DEFAULT_CHECK_TIMEOUT,
     DEFAULT_TIMEOUT,
+    VALUE_KINDS,
     Check,
     Defaults,
     EvalSpec,
@@ -124,6 +125,8 @@ def validate_eval_file(
                 file, tasks_file, lambda m: report(("tasks_file",), m), roots
             )
             issues.extend(found)
+    if manifest is not None:
+        _check_typed_tasks(manifest, tasks, data, report, from_file=tasks_file is not None)
     spec = None
     if not any(i.severity == "error" for i in issues) and agent_path is not None:
         spec = EvalSpec(
@@ -145,6 +148,46 @@ def load_eval(path: Path) -> EvalReport:
     if report.has_errors or report.spec is None or report.manifest is None:
         raise ManifestError(report.issues)
     return report
+
+
+def _check_typed_tasks(
+    manifest: Manifest,
+    tasks: Sequence[TaskSpec],
+    data: dict[str, Any],
+    report: Report,
+    *,
+    from_file: bool,
+) -> None:
+    """Each task against the agent's `parameters` and `task:`: its `params` fit (every
+    problem listed), a task without a prompt has the agent's task to run, and an
+    `output_*` check has an agent with `output:` to check."""
+    from assembler.errors import ParameterError
+    from assembler.typed.parameters import Parameters
+
+    raw_tasks = _items(data.get("tasks"))
+    index_of = {t.get("id"): i for i, t in enumerate(raw_tasks) if isinstance(t, dict)}
+    parameters = Parameters(manifest.parameters, agent=manifest.name)
+    for task in tasks:
+        index = None if from_file else index_of.get(task.id)
+        where: JsonPath = ("tasks_file",) if index is None else ("tasks", index)
+        prefix = f"task `{task.id}`: " if index is None else ""
+        if task.runs_task and manifest.task is None:
+            report(
+                where,
+                f"{prefix}a task needs a `prompt` or a `prompt_file`: the agent "
+                f"`{manifest.name}` has no `task:` to run",
+            )
+        if task.params is not None or manifest.parameters:
+            try:
+                parameters.bind(task.params)
+            except ParameterError as e:
+                at = where if index is None or task.params is None else (*where, "params")
+                report(at, f"{prefix}{e}")
+        if manifest.output is None:
+            for number, check in enumerate(task.checks):
+                if check.kind in VALUE_KINDS:
+                    at = where if index is None else (*where, "checks", number, check.kind)
+                    report(at, f"{prefix}`{check.kind}` needs an agent with `output:`")
 
 
 def _validate_agent(

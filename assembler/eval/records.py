@@ -43,6 +43,8 @@ class RunRecord:
     error: str = ""
     checks: tuple[CheckResult, ...] = ()
     answer: str = ""
+    output: Any = None
+    """The typed answer of an agent with `output:` (None: none, or none valid)."""
     turns: int = 0
     usage: Mapping[str, int] = field(default_factory=dict)
     tool_calls: tuple[CallSummary, ...] = ()
@@ -87,6 +89,7 @@ class RunRecord:
             "error": self.error,
             "checks": [c.to_dict() for c in self.checks],
             "answer": self.answer,
+            **({"output": self.output} if self.output is not None else {}),
             "turns": self.turns,
             "usage": {name: int(self.usage.get(name, 0)) for name in TOKEN_FIELDS},
             "tool_calls": [c.to_dict() for c in self.tool_calls],
@@ -114,6 +117,7 @@ class RunRecord:
             error=str(data.get("error", "")),
             checks=tuple(CheckResult.from_dict(c) for c in data.get("checks") or ()),
             answer=str(data.get("answer", "")),
+            output=data.get("output"),
             turns=int(data.get("turns", 0)),
             usage={k: int(v) for k, v in (data.get("usage") or {}).items()},
             tool_calls=tuple(

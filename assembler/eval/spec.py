@@ -7,13 +7,21 @@ agent-assembler installed and the files the paths name, never the client's objec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
 CheckKind = Literal[
-    "command", "unchanged", "answer_contains", "answer_matches", "tool_called", "tool_not_called"
+    "command",
+    "unchanged",
+    "answer_contains",
+    "answer_matches",
+    "tool_called",
+    "tool_not_called",
+    "output_matches",
+    "output_equals",
 ]
 CHECK_KINDS: tuple[CheckKind, ...] = (
     "command",
@@ -22,7 +30,11 @@ CHECK_KINDS: tuple[CheckKind, ...] = (
     "answer_matches",
     "tool_called",
     "tool_not_called",
+    "output_matches",
+    "output_equals",
 )
+VALUE_KINDS = ("output_matches", "output_equals")
+"""Checks whose argument is a JSON value (`value`), not text."""
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECK_TIMEOUT = 60.0
@@ -37,13 +49,20 @@ class Check:
     argument: str = ""
     patterns: tuple[str, ...] = ()
     timeout: float | None = None
+    value: Any = None
+    """The JSON value of `output_matches` / `output_equals`."""
 
     def describe(self) -> str:
         """The check as written, for summaries: `command: python3 -m unittest`."""
+        if self.kind in VALUE_KINDS:
+            text = json.dumps(self.value, ensure_ascii=False)
+            return f"{self.kind}: {text if len(text) <= 120 else text[:119] + '…'}"
         shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
         return f"{self.kind}: {shown}"
 
     def to_dict(self) -> dict[str, Any]:
+        if self.kind in VALUE_KINDS:
+            return {self.kind: self.value}
         data: dict[str, Any] = {
             self.kind: list(self.patterns) if self.kind == "unchanged" else self.argument
         }
@@ -57,6 +76,8 @@ class Check:
         kind = next(k for k in CHECK_KINDS if k in data)
         value = data[kind]
         timeout = data.get("timeout")
+        if kind in VALUE_KINDS:
+            return cls(kind, value=value)
         if kind == "unchanged":
             patterns = (value,) if isinstance(value, str) else tuple(value)
             return cls(kind, patterns=patterns)
@@ -77,11 +98,18 @@ class TaskSpec:
     timeout: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""
+    params: Mapping[str, Any] | None = None
+    """Values of the agent's parameters (None: none given). An empty `prompt` runs the
+    agent's `task:`."""
+    runs_task: bool = field(default=False, compare=False)
+    """Written without `prompt` and `prompt_file` (the agent's `task:` is the prompt);
+    for validation only."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "prompt": self.prompt,
+            "params": None if self.params is None else dict(self.params),
             "checks": [c.to_dict() for c in self.checks],
             "model": self.model,
             "max_turns": self.max_turns,
@@ -101,6 +129,7 @@ class TaskSpec:
             timeout=data.get("timeout"),
             metadata=dict(data.get("metadata") or {}),
             origin=str(data.get("origin", "")),
+            params=None if data.get("params") is None else dict(data["params"]),
         )
 
 

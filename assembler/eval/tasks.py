@@ -91,7 +91,7 @@ def build_task(
     """The task in `raw`, reporting every problem beyond the schema through `report`;
     a `prompt_file` must lie in one of `roots` (see the module docstring)."""
     prompt = raw.get("prompt")
-    if prompt is None:
+    if prompt is None and raw.get("prompt_file") is not None:
         prompt = _read_prompt(raw["prompt_file"], base, roots, report)
     checks: list[Check] = []
     for index, data in enumerate(raw.get("checks") or ()):
@@ -100,7 +100,9 @@ def build_task(
         checks.append(check)
     return TaskSpec(
         id=task_id,
-        prompt=prompt,
+        prompt=prompt or "",  # none: the agent's `task:` (checked against the agent)
+        params=None if raw.get("params") is None else dict(raw["params"]),
+        runs_task="prompt" not in raw and "prompt_file" not in raw,
         checks=tuple(checks),
         model=resolve_model(raw.get("model"), base, report, ("model",)),
         max_turns=raw.get("max_turns"),

@@ -66,8 +66,8 @@ tasks:
         "bad.eval.yaml:9:9: error: unknown key `comand`; did you mean `command`? "
         "[tasks[0].checks[0].comand]",
         "bad.eval.yaml:10:9: error: a check is exactly one of `command`, `unchanged`, "
-        "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called` "
-        "[tasks[0].checks[1]]",
+        "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called`, "
+        "`output_matches`, `output_equals` [tasks[0].checks[1]]",
         # checks the schema accepted are checked although the task is not built
         "bad.eval.yaml:11:25: error: not a valid regular expression: missing ), unterminated "
         "subpattern at position 0 [tasks[0].checks[2].answer_matches]",
@@ -78,8 +78,8 @@ tasks:
         "be unique [tasks[1].id]",
         f"bad.eval.yaml:15:18: error: the prompt file missing.md does not exist (looked for "
         f"{project.root / 'missing.md'}) [tasks[1].prompt_file]",
-        "bad.eval.yaml:16:5: error: a task needs a `prompt` or a `prompt_file`, exactly one of "
-        "the two [tasks[2]]",
+        "bad.eval.yaml:16:5: error: a task needs a `prompt` or a `prompt_file`: the agent "
+        "`tester` has no `task:` to run [tasks[2]]",
         "bad.eval.yaml:17:9: error: a task id is letters, digits, `.`, `_` and `-`, starting "
         "with a letter or digit [tasks[3].id]",
     ]
