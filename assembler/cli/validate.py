@@ -78,7 +78,7 @@ def validate(
 
 @click.command(
     epilog="\b\nExample:\n  assemble schema --output .assembler/agent.schema.json\n"
-    "  assemble schema --io agents/triage.yaml"
+    "  assemble schema --io agents/everything.yaml"
 )
 @click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(

@@ -142,10 +142,26 @@ def _additional_properties(checker: _Checker, extra: Any, instance: Any, schema:
     if not isinstance(instance, dict):
         return True
     known = schema.get("properties", {})
-    extras = [name for name in instance if name not in known]
+    patterns = schema.get("patternProperties", {})
+    extras = [
+        name
+        for name in instance
+        if name not in known and not any(re.search(p, name) for p in patterns)
+    ]
     if isinstance(extra, Mapping):
         return all(checker.valid(instance[name], extra) for name in extras)
     return bool(extra) or not extras
+
+
+def _pattern_properties(checker: _Checker, patterns: Any, instance: Any, schema: Any) -> bool:
+    if not isinstance(instance, dict):
+        return True
+    return all(
+        checker.valid(value, subschema)
+        for pattern, subschema in patterns.items()
+        for name, value in instance.items()
+        if re.search(pattern, name)
+    )
 
 
 def _required(checker: _Checker, names: Any, instance: Any, schema: Any) -> bool:
@@ -275,6 +291,7 @@ _KEYWORDS: dict[str, Callable[[_Checker, Any, Any, Any], bool]] = {
     "oneOf": _one_of,
     "pattern": _pattern,
     "properties": _properties,
+    "patternProperties": _pattern_properties,
     "propertyNames": _property_names,
     "required": _required,
     "then": _then_else,

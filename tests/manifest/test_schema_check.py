@@ -167,6 +167,13 @@ def _both(instance: Any, small: dict[str, Any]) -> tuple[bool | None, bool]:
         ("\u00e9\u00e9", {"maxLength": 2}),  # code points, not bytes
         ({"a": {"a": 1}}, {"$ref": "#/$defs/n", "$defs": {"n": {"properties": {"a": {"$ref": "#/$defs/n"}}, "type": ["object", "integer"]}}}),
         (4, {"not": {"maximum": 3}, "allOf": [{"minimum": 4}], "anyOf": [False, True]}),
+        # `patternProperties` (a search) decides what `additionalProperties` sees
+        ({"xa": 1}, {"additionalProperties": False, "patternProperties": {"^x": True}}),
+        ({"ax": 1}, {"additionalProperties": False, "patternProperties": {"x": True}}),
+        ({"ya": 1}, {"additionalProperties": False, "patternProperties": {"^x": True}}),
+        ({"xa": 1, "b": "s"}, {"properties": {"b": {"type": "string"}}, "patternProperties": {"^x": {"type": "string"}}}),
+        ({"xb": 1}, {"properties": {"xb": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}}),
+        ({"x1": 1}, {"patternProperties": {"^x": {"minimum": 0}, "1$": {"maximum": 0}}}),
     ],
 )  # fmt: skip
 def test_small_schemas_get_jsonschemas_verdict(instance: Any, small: dict[str, Any]) -> None:
@@ -178,8 +185,8 @@ def test_small_schemas_get_jsonschemas_verdict(instance: Any, small: dict[str, A
     ("instance", "small"),
     [
         # A keyword it does not know, even after a keyword that fails: its siblings may
-        # depend on it (`patternProperties` decides what `additionalProperties` sees).
-        ({"xa": 1}, {"additionalProperties": False, "patternProperties": {"^x": True}}),
+        # depend on it (`unevaluatedProperties` depends on what the others evaluated).
+        ({"xa": 1}, {"unevaluatedProperties": False, "patternProperties": {"^x": True}}),
         ([1], {"items": {"type": "string"}, "prefixItems": [True]}),
         ("x", {"format": "email"}),
         ({"a": 1}, {"properties": {"a": {"$id": "other", "type": "string"}}}),
