@@ -155,12 +155,35 @@ def resolve_local(root: Any, reference: str) -> Any:
     return found
 
 
-def compile_schema(schema: Mapping[str, Any]) -> Any:
-    """A Draft 2020-12 validator for a schema that `schema_problems` found usable;
-    build it once and use it for every value."""
-    from jsonschema import Draft202012Validator
+class CompiledSchema:
+    """A schema ready for many values: the fast predicate (`typed.fastcheck`) says
+    "valid" when it can; jsonschema decides otherwise and words the errors."""
 
-    return Draft202012Validator(schema)
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        from jsonschema import Draft202012Validator
+
+        from assembler.typed.fastcheck import compile_fast
+
+        self.validator = Draft202012Validator(schema)
+        self.fast = compile_fast(schema)
+
+    def is_valid(self, value: Any) -> bool:
+        if self.fast is not None:
+            try:
+                if self.fast(value):
+                    return True
+            except RecursionError:
+                pass  # a value nested past Python's stack: jsonschema's turn
+        return bool(self.validator.is_valid(value))
+
+    def iter_errors(self, value: Any) -> Iterator[Any]:
+        return iter(self.validator.iter_errors(value))
+
+
+def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
+    """A validator for a schema that `schema_problems` found usable; build it once (per
+    agent) and use it for every value."""
+    return CompiledSchema(schema)
 
 
 def value_errors(validator: Any, value: Any, *, prefix: str = "$") -> list[str]:
