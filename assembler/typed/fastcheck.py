@@ -242,6 +242,10 @@ class _Compiler:
                     raise _Unsupported("a $ref that resolves to nothing")
                 target = target[key]
             slot: list[Predicate] = []
-            self.refs[reference] = lambda v: slot[0](v)  # a recursive schema refers back
+
+            def late(value: Any) -> bool:  # a recursive schema refers back to itself
+                return slot[0](value)
+
+            self.refs[reference] = late
             slot.append(self.compile(target))
         return self.refs[reference]
