@@ -101,9 +101,11 @@ class EventPrinter:
                 self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, RunEnd):
             self._end_line()
-            if self.answer_only and event.typed and event.reason == "completed":
-                # one line of JSON, so `| jq` and `| python -m json.tool` read it
-                self._out(json.dumps(event.output, ensure_ascii=False))
+            if event.typed and event.reason == "completed":
+                # `-p`: one line of JSON, so `| jq` and `| python -m json.tool` read it;
+                # a person in a session reads it indented
+                indent = None if self.answer_only else 2
+                self._out(json.dumps(event.output, ensure_ascii=False, indent=indent))
             if event.reason == "error" and event.message in self.errors:
                 return  # the error line above said it: each error is printed once
             if event.reason != "completed":

@@ -173,3 +173,15 @@ def test_schema_io_prints_the_agents_interface(
     }
     assert interface["output"]["properties"]["priority"] == {"enum": ["p0", "p1", "p2", "p3"]}
     assert assemble(capsys, "schema", str(agent)).code == 2
+
+
+def test_a_session_shows_the_object_indented(capsys: pytest.CaptureFixture[str]) -> None:
+    from assembler.cli.display import EventPrinter
+    from assembler.runner.events import RunEnd
+
+    printer = EventPrinter(color=False, typed=True)
+    printer.show(RunEnd("completed", "", 1, output={"a": [1]}, typed=True))
+    printer.show(RunEnd("output_invalid", "", 1, message="no valid answer", typed=True))
+    captured = capsys.readouterr()
+    assert captured.out == '{\n  "a": [\n    1\n  ]\n}\n'
+    assert captured.err == "run ended: output_invalid: no valid answer\n"
