@@ -30,7 +30,7 @@ from assembler.errors import PermissionRuleError, ToolError
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions.bash import CommandLine
 from assembler.permissions.command_patterns import quote_word
-from assembler.permissions.matching import CommandMatcher, CompiledRule
+from assembler.permissions.matching import CommandIndex, CompiledRule
 from assembler.permissions.path_patterns import escape_path
 from assembler.permissions.rules import PRECEDENCE, Verdict
 from assembler.permissions.subjects import (
@@ -81,7 +81,7 @@ class PermissionPolicy:
     _by_tool: dict[tuple[str, str], list[CompiledRule]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    _matchers: dict[tuple[str, str, Verdict], CommandMatcher] = field(
+    _matchers: dict[tuple[str, str, Verdict], CommandIndex] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
     _root: list[Path] = field(default_factory=list, init=False, compare=False, repr=False)
@@ -129,6 +129,11 @@ class PermissionPolicy:
         if decision.verdict != "ask" or self.mode == "default":
             return decision
         if self.mode == "bypass":
+            unchecked = self._unchecked_deny(tool_name, tool, subject)
+            if unchecked:
+                # bypass skips questions; it does not switch deny rules off
+                reason = f"{unchecked} (permission mode `bypass` skips questions, not deny rules)"
+                return Decision("deny", reason, None, "mode")
             return Decision("allow", "allowed by the permission mode `bypass`", None, "mode")
         if self.mode == "deny-asks":
             return Decision(
@@ -170,6 +175,8 @@ class PermissionPolicy:
             missing = [
                 c for c in subject.line.commands if not any(r.covers_command(c) for r in allows)
             ]
+            if any(not c.literal for c in missing):
+                return ()  # `$x` or a glob: no rule names exactly this call
             return tuple(
                 dict.fromkeys(
                     f"{tool_name}({' '.join(quote_word(w) for w in c.words)})" for c in missing
@@ -207,15 +214,48 @@ class PermissionPolicy:
                 return subject_of(tool_name, arguments, tool, self.workspace)
         return subject_of(tool_name, arguments, tool, self.workspace, self._root[0])
 
-    def _matcher(self, tool_name: str, source: str, verdict: Verdict) -> CommandMatcher:
+    def _matcher(self, tool_name: str, source: str, verdict: Verdict) -> CommandIndex:
         key = (tool_name, source, verdict)
         found = self._matchers.get(key)
         if found is None:
             if len(self._matchers) > 4096:
                 self._matchers.clear()
             rules = [r for r in self._naming(tool_name, source) if r.verdict == verdict]
-            found = self._matchers[key] = CommandMatcher(rules)
+            found = self._matchers[key] = CommandIndex(rules)
         return found
+
+    def _possible_hit(
+        self, tool_name: str, source: str, line: CommandLine, verdicts: tuple[Verdict, ...]
+    ) -> str:
+        """Why a rule of these verdicts could match a command whose value is partly
+        known only when it runs (`rm $x` against `bash(rm -rf *)`), "" when none can."""
+        for verdict in verdicts:
+            matcher = self._matcher(tool_name, source, verdict)
+            texts = [v for c in line.commands if not c.literal for v in c.deny_views]
+            found = matcher.possible(texts) if texts else None
+            if found is not None:
+                return f"`{matcher.rules[found].text}` may match once the line's expansions are known"
+        return ""
+
+    def _unchecked_deny(
+        self, tool_name: str, tool: ToolLike | None, subject: Subject | None
+    ) -> str:
+        """Why this call cannot be checked against the tool's deny patterns ("" when it
+        can, or when there are none)."""
+        source = tool.source if tool is not None else "builtin"
+        denies = [
+            r for r in self._naming(tool_name, source)
+            if r.verdict == "deny" and r.rule.pattern is not None
+        ]  # fmt: skip
+        if not denies or subject is None:
+            return ""
+        unchecked = _unchecked(subject)
+        if not unchecked and subject.line is not None:
+            unchecked = self._possible_hit(tool_name, source, subject.line, ("deny",))
+        if not unchecked:
+            return ""
+        shown = ", ".join(f"`{r.text}`" for r in denies)
+        return f"cannot be checked against {shown}: {unchecked}"
 
     def _by_rules(
         self, tool_name: str, arguments: Mapping[str, Any], tool: ToolLike | None
@@ -245,6 +285,8 @@ class PermissionPolicy:
                 return Decision(verdict, f"{word} the rule `{hit.text}`", hit.text), subject
         guards = [r for r in rules if r.verdict != "allow" and r.rule.pattern is not None]
         unchecked = _unchecked(subject) if guards and subject is not None else ""
+        if guards and not unchecked and line is not None:
+            unchecked = self._possible_hit(tool_name, source, line, ("deny", "ask"))
         allows = [r for r in rules if r.verdict == "allow"]
         if line is not None and not any(r.rule.pattern is None for r in allows):
             allowed_by = _commands_allowed_by(self._matcher(tool_name, source, "allow"), line)
@@ -266,22 +308,22 @@ class PermissionPolicy:
         return Decision(self.default, reason, None, "default"), subject
 
 
-def _first_hit(matcher: CommandMatcher, line: CommandLine) -> CompiledRule | None:
+def _first_hit(matcher: CommandIndex, line: CommandLine) -> CompiledRule | None:
     """The first rule (in list order) matching any simple command of the line."""
-    hits = [h for c in line.commands if (h := matcher.first(c.deny_views)) is not None]
-    return min(hits, key=matcher.rules.index) if hits else None
+    found = matcher.first(view for c in line.commands for view in c.deny_views)
+    return None if found is None else matcher.rules[found]
 
 
-def _commands_allowed_by(matcher: CommandMatcher, line: CommandLine) -> list[CompiledRule] | None:
+def _commands_allowed_by(matcher: CommandIndex, line: CommandLine) -> list[CompiledRule] | None:
     """The allow rules covering every simple command of an understood line, or None."""
     if not line.allowable or not line.commands:
         return None
     used: list[CompiledRule] = []
     for command in line.commands:
-        rule = matcher.first(command.allow_views)
-        if rule is None:
+        found = matcher.first(command.allow_views)
+        if found is None:
             return None
-        used.append(rule)
+        used.append(matcher.rules[found])
     return used
 
 
