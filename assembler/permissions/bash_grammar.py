@@ -46,6 +46,7 @@ _OPERATORS = (
     ";;", ";&", "&&", "||", "|&", "<<", ">>", "<&", ">&", "<>", ">|", "&>",
     "\n", "|", "&", ";", "(", ")", "<", ">",
 )  # fmt: skip
+_OPERATOR_START = frozenset(";&|<>()\n")
 _REDIRECTIONS = frozenset(
     ["<<-", "<<<", "&>>", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"]
 )
@@ -334,7 +335,7 @@ class _Parser:
     def operator(self) -> str:
         """The operator starting here ("" for a word or the end)."""
         ahead = self._reader.peek_many(3)
-        if ahead[:2] in ("<(", ">("):
+        if not ahead or ahead[0] not in _OPERATOR_START or ahead[:2] in ("<(", ">("):
             return ""
         return next((op for op in _OPERATORS if ahead.startswith(op)), "")
 

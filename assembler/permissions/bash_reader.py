@@ -45,11 +45,16 @@ class Reader:
 
     def peek(self) -> str:
         """The next character, continuations removed ("" at the end)."""
+        if self.pos < self.end and self.text[self.pos] != "\\":
+            return self.text[self.pos]
         index = self._skip(self.pos)
         return self.text[index] if index < self.end else ""
 
     def peek_many(self, count: int) -> str:
         """Up to `count` next characters, continuations removed."""
+        chunk = self.text[self.pos : self.pos + count]
+        if "\\" not in chunk:
+            return chunk  # no continuation can start among them
         found: list[str] = []
         index = self.pos
         while len(found) < count:
@@ -62,6 +67,9 @@ class Reader:
 
     def take(self) -> str:
         """Consume and return the next character, continuations removed."""
+        if self.pos < self.end and self.text[self.pos] != "\\":
+            self.pos += 1
+            return self.text[self.pos - 1]
         index = self._skip(self.pos)
         if index >= self.end:
             self.pos = self.end

@@ -36,7 +36,7 @@ def treesitter_commands(text: str) -> list[list[Word]]:
         node = stack.pop()
         if node.type == "command":
             found.extend(_words(node))
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(node.named_children))
     return found
 
 

@@ -305,6 +305,8 @@ class PermissionPolicy:
         reason = f"no rule matches; the default is {self.default}"
         if self.default == "deny":
             reason = "no allow rule matches and the default is deny"
+        if line is not None and allows and not line.allowable:
+            reason = f"no rule can allow this line ({_line_problems(line)}); the default is {self.default}"
         return Decision(self.default, reason, None, "default"), subject
 
 
@@ -335,6 +337,11 @@ def _allowed_by(allows: list[CompiledRule], subject: Subject | None) -> list[Com
     if subject is None or subject.unknown:
         return None
     return next(([r] for r in allows if r.covers(subject)), None)
+
+
+def _line_problems(line: CommandLine) -> str:
+    problems = [*line.problems, *(c.problem for c in line.commands)]
+    return "; ".join(list(dict.fromkeys(p for p in problems if p))[:3])
 
 
 def _unchecked(subject: Subject) -> str:
