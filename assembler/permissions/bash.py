@@ -34,6 +34,8 @@ from assembler.permissions.wrappers import Word, unwrap
 
 #: How deep `bash -c 'bash -c ...'` strings are followed before giving up (hidden).
 MAX_NESTING = 4
+#: Longer lines are not read at all (unverifiable): reading costs time in proportion.
+MAX_LENGTH = 256 * 1024
 UNVERIFIABLE = "not verifiable"
 _LOCALE_BACKSLASH = re.compile(r"[^\x00-\x7f]\\")
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_./+-]+")
@@ -110,6 +112,9 @@ class _Reading:
             return
         if "\x00" in text:
             self.problem("the command contains a NUL character", True)
+            return
+        if len(text) > MAX_LENGTH:
+            self.problem(f"{UNVERIFIABLE}: longer than {MAX_LENGTH // 1024} KiB", True)
             return
         reason = _precheck(text)
         raw: list[RawCommand] = []

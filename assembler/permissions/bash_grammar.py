@@ -46,7 +46,7 @@ _OPERATORS = (
     ";;", ";&", "&&", "||", "|&", "<<", ">>", "<&", ">&", "<>", ">|", "&>",
     "\n", "|", "&", ";", "(", ")", "<", ">",
 )  # fmt: skip
-_OPERATOR_START = frozenset(";&|<>()\n")
+_BY_FIRST = {c: [op for op in _OPERATORS if op[0] == c] for c in ";&|<>()\n"}
 _REDIRECTIONS = frozenset(
     ["<<-", "<<<", "&>>", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"]
 )
@@ -257,7 +257,7 @@ class _Parser:
             self.blanks()
             operator = self.operator()
             if operator in _REDIRECTIONS:
-                problem = problem or self.redirection("")
+                problem = self.redirection("") or problem
                 continue
             if operator or reader.at_end():
                 break
@@ -265,7 +265,7 @@ class _Parser:
             after = reader.peek()
             if after and after in "<>":
                 if word.plain and _FD.fullmatch(word.value):
-                    problem = problem or self.redirection(word.value)
+                    problem = self.redirection(word.value) or problem
                     continue
                 if word.source.startswith("{"):
                     raise Unverifiable("a `{name}>` redirection assigns a shell variable")
@@ -335,9 +335,12 @@ class _Parser:
     def operator(self) -> str:
         """The operator starting here ("" for a word or the end)."""
         ahead = self._reader.peek_many(3)
-        if not ahead or ahead[0] not in _OPERATOR_START or ahead[:2] in ("<(", ">("):
+        if not ahead or ahead[0] not in _BY_FIRST or ahead[:2] in ("<(", ">("):
             return ""
-        return next((op for op in _OPERATORS if ahead.startswith(op)), "")
+        for op in _BY_FIRST[ahead[0]]:
+            if ahead.startswith(op):
+                return op
+        return ""  # pragma: no cover - every first character has a one-character operator
 
     def peek_plain(self) -> str | None:
         """The next word when it is made of unquoted, unexpanded characters only

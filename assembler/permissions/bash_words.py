@@ -30,6 +30,7 @@ from assembler.permissions.bash_reader import METACHARACTERS, Reader, Unverifiab
 HOLE = "\x00"
 
 _RUN = re.compile(r"[A-Za-z0-9_./,:=+%@^!#-]+")
+_DOUBLE_RUN = re.compile(r"[^\"\\$`\n]+")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789")
 _SPECIAL = frozenset("@*#?$!-")
@@ -176,6 +177,10 @@ def _single(parser: Nesting, word: _Builder) -> None:
 def _double(parser: Nesting, word: _Builder) -> None:
     reader = parser.reader
     while True:
+        run = _DOUBLE_RUN.match(reader.text, reader.pos)
+        if run is not None:
+            word.add("d", run.group())
+            reader.pos = run.end()
         char = reader.take()
         if char == "":
             raise Unverifiable("an unterminated double quote")
