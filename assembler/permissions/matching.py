@@ -133,10 +133,11 @@ class CommandIndex:
     def __init__(self, rules: list[CompiledRule]) -> None:
         self.bare = next((r for r in rules if r.rule.pattern is None), None)
         self.rules = [r for r in rules if r.rule.pattern is not None]
+        self._patterns = [r.command_pattern() for r in self.rules]
         self._by_key: dict[str, list[int]] = {}
         self._anywhere: list[int] = []
-        for index, rule in enumerate(self.rules):
-            key = rule.command_pattern().key
+        for index, pattern in enumerate(self._patterns):
+            key = pattern.key
             if key is None:
                 self._anywhere.append(index)
             else:
@@ -153,11 +154,13 @@ class CommandIndex:
     def first(self, texts: Iterable[str]) -> int | None:
         """The index of the first rule whose pattern matches one of `texts`."""
         found: int | None = None
+        patterns = self._patterns
         for text in texts:
             for index in self._candidates(text):
                 if found is not None and index >= found:
                     break
-                if self.rules[index].command_pattern().matches(text):
+                pattern = patterns[index]
+                if text.startswith(pattern.pieces[0]) and pattern.matches(text):
                     found = index
                     break
         return found
@@ -175,7 +178,7 @@ class CommandIndex:
             for index in candidates:
                 if found is not None and index >= found:
                     break
-                if self.rules[index].command_pattern().could_match(text):
+                if self._patterns[index].could_match(text):
                     found = index
                     break
         return found

@@ -85,6 +85,9 @@ class PermissionPolicy:
         default_factory=dict, init=False, compare=False, repr=False
     )
     _root: list[Path] = field(default_factory=list, init=False, compare=False, repr=False)
+    _grouped: dict[tuple[str, str], _Groups] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @classmethod
     def from_spec(
@@ -254,16 +257,34 @@ class PermissionPolicy:
             unchecked = self._possible_hit(tool_name, source, subject.line, ("deny",))
         if not unchecked:
             return ""
-        shown = ", ".join(f"`{r.text}`" for r in denies)
-        return f"cannot be checked against {shown}: {unchecked}"
+        return f"cannot be checked against {_shown(denies)}: {unchecked}"
+
+    def _groups(self, tool_name: str, source: str) -> _Groups:
+        """The tool's rules sorted once for `_by_rules`, so a decision does not walk
+        every rule again (10,000 rules: see bench_permissions.py)."""
+        key = (tool_name, source)
+        found = self._grouped.get(key)
+        if found is None:
+            if len(self._grouped) > 4096:
+                self._grouped.clear()
+            rules = self._naming(tool_name, source)
+            allows = [r for r in rules if r.verdict == "allow"]
+            found = self._grouped[key] = _Groups(
+                patterned=any(r.rule.pattern is not None for r in rules),
+                guards=[r for r in rules if r.verdict != "allow" and r.rule.pattern is not None],
+                allows=allows,
+                bare_allow=any(r.rule.pattern is None for r in allows),
+            )
+        return found
 
     def _by_rules(
         self, tool_name: str, arguments: Mapping[str, Any], tool: ToolLike | None
     ) -> tuple[Decision, Subject | None]:
         source = tool.source if tool is not None else "builtin"
         rules = self._naming(tool_name, source)
+        groups = self._groups(tool_name, source)
         subject: Subject | None = None
-        if any(r.rule.pattern is not None for r in rules):
+        if groups.patterned:
             subject = self._subject(tool_name, arguments, tool)
         line = subject.line if subject is not None and subject.kind == "command" else None
         for verdict in ("deny", "ask"):
@@ -283,18 +304,16 @@ class PermissionPolicy:
             if hit is not None:
                 word = "denied by" if verdict == "deny" else "needs approval under"
                 return Decision(verdict, f"{word} the rule `{hit.text}`", hit.text), subject
-        guards = [r for r in rules if r.verdict != "allow" and r.rule.pattern is not None]
+        guards, allows = groups.guards, groups.allows
         unchecked = _unchecked(subject) if guards and subject is not None else ""
         if guards and not unchecked and line is not None:
             unchecked = self._possible_hit(tool_name, source, line, ("deny", "ask"))
-        allows = [r for r in rules if r.verdict == "allow"]
-        if line is not None and not any(r.rule.pattern is None for r in allows):
+        if line is not None and not groups.bare_allow:
             allowed_by = _commands_allowed_by(self._matcher(tool_name, source, "allow"), line)
         else:
             allowed_by = _allowed_by(allows, subject)
         if unchecked and (allowed_by is not None or self.default == "allow"):
-            shown = ", ".join(f"`{r.text}`" for r in guards)
-            reason = f"cannot be checked against {shown}: {unchecked}"
+            reason = f"cannot be checked against {_shown(guards)}: {unchecked}"
             return Decision("ask", reason, None, "rule"), subject
         if allowed_by is not None:
             session = all(r.session for r in allowed_by)
@@ -308,6 +327,19 @@ class PermissionPolicy:
         if line is not None and allows and not line.allowable:
             reason = f"no rule can allow this line ({_line_problems(line)}); the default is {self.default}"
         return Decision(self.default, reason, None, "default"), subject
+
+
+@dataclass(frozen=True)
+class _Groups:
+    patterned: bool
+    guards: list[CompiledRule]
+    allows: list[CompiledRule]
+    bare_allow: bool
+
+
+def _shown(rules: list[CompiledRule]) -> str:
+    shown = ", ".join(f"`{r.text}`" for r in rules[:3])
+    return shown + (f" and {len(rules) - 3} more" if len(rules) > 3 else "")
 
 
 def _first_hit(matcher: CommandIndex, line: CommandLine) -> CompiledRule | None:
