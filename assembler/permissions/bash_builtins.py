@@ -20,17 +20,20 @@ from collections.abc import Sequence
 
 from assembler.permissions.wrappers import SHADOWING, STRING_RUNNERS, Word
 
-BUILTINS = frozenset(
-    ". : [ alias bg bind break builtin caller cd command compgen complete compopt "
-    "continue declare dirs disown echo enable eval exec exit export false fc fg getopts "
-    "hash help history jobs kill let local logout mapfile popd printf pushd pwd read "
-    "readarray readonly return set shift shopt source suspend test times trap true type "
-    "typeset ulimit umask unalias unset wait".split()
-)
+BUILTINS = frozenset((
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command",
+    "compgen", "complete", "compopt", "continue", "declare", "dirs", "disown", "echo",
+    "enable", "eval", "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash",
+    "help", "history", "jobs", "kill", "let", "local", "logout", "mapfile", "popd", "printf",
+    "pushd", "pwd", "read", "readarray", "readonly", "return", "set", "shift", "shopt",
+    "source", "suspend", "test", "times", "trap", "true", "type", "typeset", "ulimit",
+    "umask", "unalias", "unset", "wait",
+))  # fmt: skip
 #: Builtins whose arguments are plain data (checked below for `printf` and `test`).
-MODELED = frozenset(
-    ": true false echo printf cd pwd test [ type command builtin exec".split()
-)
+MODELED = frozenset((
+    ":", "true", "false", "echo", "printf", "cd", "pwd", "test", "[", "type", "command",
+    "builtin", "exec",
+))  # fmt: skip
 
 
 def builtin_problem(views: Sequence[Sequence[Word]]) -> str:

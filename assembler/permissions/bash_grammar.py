@@ -38,8 +38,30 @@ from assembler.permissions.bash_words import ShellWord, read_word
 MAX_DEPTH = 40
 
 RESERVED = frozenset(
-    "! case coproc do done elif else esac fi for function if in select then time "
-    "until while { } [[ ]]".split()
+    [
+        "!",
+        "case",
+        "coproc",
+        "do",
+        "done",
+        "elif",
+        "else",
+        "esac",
+        "fi",
+        "for",
+        "function",
+        "if",
+        "in",
+        "select",
+        "then",
+        "time",
+        "until",
+        "while",
+        "{",
+        "}",
+        "[[",
+        "]]",
+    ]
 )
 _OPERATORS = (
     ";;&", "<<-", "<<<", "&>>",
@@ -47,9 +69,7 @@ _OPERATORS = (
     "\n", "|", "&", ";", "(", ")", "<", ">",
 )  # fmt: skip
 _BY_FIRST = {c: [op for op in _OPERATORS if op[0] == c] for c in ";&|<>()\n"}
-_REDIRECTIONS = frozenset(
-    ["<<-", "<<<", "&>>", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"]
-)
+_REDIRECTIONS = frozenset(["<<-", "<<<", "&>>", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"])
 _FD = re.compile(r"[0-9]+")
 _DUPLICATE = re.compile(r"[0-9]+-?|-")
 _DELIMITER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")

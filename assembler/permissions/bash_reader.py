@@ -18,7 +18,7 @@ METACHARACTERS = frozenset(" \t\n|&;()<>")
 BLANKS = frozenset(" \t")
 
 
-class Unverifiable(Exception):  # noqa: N818 - an outcome, not a failure of the program
+class Unverifiable(Exception):
     """The line holds a construct the recognizer does not model exactly (`reason`)."""
 
     def __init__(self, reason: str) -> None:

@@ -77,6 +77,8 @@ def _words(node: Node) -> list[list[Word]]:
 
 
 _LEAVES = frozenset({"word", "raw_string", "number", "string"})
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_DQ_ESCAPE = re.compile(r'\\([\\"$`])')
 
 
 def _value(node: Node) -> tuple[str, bool]:
@@ -84,13 +86,13 @@ def _value(node: Node) -> tuple[str, bool]:
     kind = node.type
     text = (node.text or b"").decode("utf-8", "surrogateescape")
     if kind == "word":
-        return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.DOTALL), True
+        return _ESCAPE.sub(r"\1", text.replace("\\\n", "")), True
     if kind == "number":
         return text, True
     if kind == "raw_string":
         return text[1:-1], True
     if kind == "string" and all(c.type == "string_content" for c in node.named_children):
-        return re.sub(r'\\([\\"$`])', r"\1", text[1:-1].replace("\\\n", "")), True
+        return _DQ_ESCAPE.sub(r"\1", text[1:-1].replace("\\\n", "")), True
     if kind == "concatenation" and all(c.type in _LEAVES for c in node.children):
         parts = [_value(c) for c in node.children]  # leaves: no deeper recursion
         return "".join(p for p, _ in parts), all(literal for _, literal in parts)

@@ -236,13 +236,13 @@ def _dollar(parser: Nesting, word: _Builder, *, quoted: bool) -> None:
     elif char == '"' and not quoted:
         raise Unverifiable('`$"..."` is translated by the locale')
     elif char in _NAME_START:
-        name = [reader.take()]
-        while reader.peek() in _NAME_CHARS and reader.peek():
-            name.append(reader.take())
-        if name == ["_"]:
+        letters = [reader.take()]
+        while reader.peek() in _NAME_CHARS:
+            letters.append(reader.take())
+        if letters == ["_"]:
             raise Unverifiable("`$_` is the previous command's last argument")
-        word.add("x", "$" + "".join(name))
-    elif char.isascii() and char.isdigit() or (char in _SPECIAL and char):
+        word.add("x", "$" + "".join(letters))
+    elif (char.isascii() and char.isdigit()) or (char in _SPECIAL and char):
         word.add("x", "$" + reader.take())
     else:
         word.add("d" if quoted else "u", "$")

@@ -69,7 +69,9 @@ def compile_command_pattern(text: str) -> CommandPattern:
     """Compile `text`; a dangling quote or backslash raises `PermissionRuleError`
     with the offset into `text`."""
     if HOLE in text:
-        raise PermissionRuleError("a NUL character cannot be part of a command", text, text.find(HOLE))
+        raise PermissionRuleError(
+            "a NUL character cannot be part of a command", text, text.find(HOLE)
+        )
     source = text
     if source.endswith(":*") and not source.endswith("\\:*"):
         source = source[:-2].rstrip() + " *"

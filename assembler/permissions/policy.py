@@ -237,7 +237,9 @@ class PermissionPolicy:
             texts = [v for c in line.commands if not c.literal for v in c.deny_views]
             found = matcher.possible(texts) if texts else None
             if found is not None:
-                return f"`{matcher.rules[found].text}` may match once the line's expansions are known"
+                return (
+                    f"`{matcher.rules[found].text}` may match once the line's expansions are known"
+                )
         return ""
 
     def _unchecked_deny(

@@ -40,7 +40,7 @@ def _commands(line: str) -> list[list[str]]:
         ('echo "\\$x \\a"', [["echo", "$x \\a"]]),
         ("echo $'a\\tb\\'c'", [["echo", "a\tb'c"]]),
         ('echo "$\'x\'" $ "$"', [["echo", "$'x'", "$", "$"]]),
-        ("echo $x ${y} ${#z} $1 $? \"$@\"", [["echo", *[HOLE] * 6]]),
+        ('echo $x ${y} ${#z} $1 $? "$@"', [["echo", *[HOLE] * 6]]),
         ("echo a$(cat f)b", [["cat", "f"], ["echo", f"a{HOLE}b"]]),
         ("echo *.py ~ {a,b} [ab] {} a{}b", [["echo", HOLE, HOLE, HOLE, HOLE, "{}", HOLE]]),
         ("diff <(sort a) >(cat)", [["sort", "a"], ["cat"], ["diff", HOLE, HOLE]]),
@@ -50,7 +50,7 @@ def _commands(line: str) -> list[list[str]]:
         ('cat <<"EOF"\n$(rm x)\nEOF', [["cat"]]),
         ("cat <<-EOF\n\thello\n\tEOF\necho after", [["cat"], ["echo", "after"]]),
         ("cat <<A <<'B'\na\nA\nb $(x)\nB\n", [["cat"]]),
-        ('x "$(cat <<\'EOF\'\nbody ) here\nEOF\n)"', [["cat"], ["x", HOLE]]),
+        ("x \"$(cat <<'EOF'\nbody ) here\nEOF\n)\"", [["cat"], ["x", HOLE]]),
         ("! a | b |& c && d || e & f; g\nh", [[c] for c in "abcdefgh"]),
         ("time -p a; ! time b", [["a"], ["b"]]),
         ("( a ) >/dev/null; { b; } 2>&1", [["a"], ["b"]]),
@@ -92,7 +92,7 @@ def test_what_is_modeled(line: str, commands: list[list[str]]) -> None:
         ("cat <<\\EOF\nx\nEOF\n", "partly quoted"),
         ("cat <<EOF\n$x\nEOF\n", "expanded by bash"),
         ("cat <<EOF\na\\\nEOF\n", "expanded by bash"),
-        ('x "$(cat <<\'EOF\'\nhi\nEOF)\n)"', "starts like its end line"),
+        ("x \"$(cat <<'EOF'\nhi\nEOF)\n)\"", "starts like its end line"),
         ("cat <<'EOF'\nhi\n EOF\nEOF\n", "starts like its end line"),
         ("cat <<'EOF'\nno end\n", "has no `EOF` line"),
         ("echo $(cat <<EOF) x\nbody\nEOF\n", "no body inside it"),
@@ -154,7 +154,10 @@ def test_bash_c_strings_are_read_with_the_same_model() -> None:
 @needs_bash
 def test_the_builtin_list_is_the_real_bash_list() -> None:
     done = subprocess.run(
-        ["bash", "-c", "compgen -b; echo ---; compgen -k"], capture_output=True, text=True, check=True
+        ["bash", "-c", "compgen -b; echo ---; compgen -k"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     builtins, keywords = done.stdout.split("---\n")
     assert set(builtins.split()) <= BUILTINS

@@ -43,6 +43,12 @@ RULES = ("bash(echo *)", "bash(cat *)", "bash(true)")
 _TRACE = re.compile(r"^\++ (\S*)", re.MULTILINE)
 
 
+_QUOTED = (
+    "text", "$x", "${x}", "${#x}", "'single'", '\\"', "\\$", "\\`", "\\\\", "\\\n", "$",
+    "$'x'", "a\nb", "#", "é", "$?",
+)  # fmt: skip
+
+
 class LineGenerator:
     """Lines around markers; `rng` decides everything, so a seed reproduces a run.
     Choices are functions, called only once chosen (a marker or a here-document body
@@ -196,21 +202,21 @@ class LineGenerator:
         pieces = []
         for _ in range(self.rng.choice((1, 2, 3))):
             if not self.bad():
-                pieces.append(
-                    self.call(
-                        *(lambda v=v: v for v in (
-                            "text", "$x", "${x}", "${#x}", "'single'", "\\\"", "\\$", "\\`",
-                            "\\\\", "\\\n", "$", "$'x'", "a\nb", "#", "é", "$?",
-                        )),
-                        lambda: self.sub("$(", lambda: self.list_(depth + 1)) if depth < 3 else "t",
-                    )  # fmt: skip
-                )
+                if depth < 3 and self.rng.random() < 0.1:
+                    pieces.append(self.sub("$(", lambda: self.list_(depth + 1)))
+                    continue
+                pieces.append(self.pick(*_QUOTED))
                 continue
             m = self.marker()
             pieces.append(
                 self.pick(
-                    "$_", f"$({m})", f"${{x:-$({m})}}", f"${{x:-'$({m})'}}", f"`{m}`",
-                    f"${{x:-`{m}`}}", f"${{x:-'{m}'}}",
+                    "$_",
+                    f"$({m})",
+                    f"${{x:-$({m})}}",
+                    f"${{x:-'$({m})'}}",
+                    f"`{m}`",
+                    f"${{x:-`{m}`}}",
+                    f"${{x:-'{m}'}}",
                 )
             )
         return "".join(pieces)
@@ -297,13 +303,12 @@ class LineGenerator:
                 lines.append(self.pick("hello", "'quoted'", '"dq"', ")", "  indented", "# not"))
                 continue
             m = self.marker()
-            lines.append(
-                self.pick(
-                    f"$({m})", f"  $({m})", f"`{m}`", f"${{x:-$({m})}}", m, "\\", "a\\",
-                    f"{ends}\n{m}", f"{ends})\n{m}", f" {ends}\n{m}", f"\t{ends}\n{m}",
-                    f"{ends} x\n{m}", "$x", "\\$(x)",
-                )  # fmt: skip
-            )
+            bad = (
+                f"$({m})", f"  $({m})", f"`{m}`", f"${{x:-$({m})}}", m, "\\", "a\\",
+                f"{ends}\n{m}", f"{ends})\n{m}", f" {ends}\n{m}", f"\t{ends}\n{m}",
+                f"{ends} x\n{m}", "$x", "\\$(x)",
+            )  # fmt: skip
+            lines.append(self.pick(*bad))
         closing = ends if not self.bad() else self.pick(spelling.strip(), f"\t{ends}", f"{ends})")
         operator = self.pick("<<", "<<", "<<-")
         self.frames[-1].append("\n".join([*lines, closing]))

@@ -104,7 +104,9 @@ def _bash_runs_marker(tmp_path: Path, line: str) -> bool:
     return (scratch / "MARKER").exists()
 
 
-@pytest.mark.parametrize(("item", "line"), CASES, ids=[f"{i[:1]}-{n}" for n, (i, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("item", "line"), CASES, ids=[f"{i[:1]}-{n}" for n, (i, _) in enumerate(CASES)]
+)
 def test_a_hidden_command_is_never_allowed(tmp_path: Path, item: str, line: str) -> None:
     assert _bash_runs_marker(tmp_path, line), f"not an attack: bash runs no marker for {line!r}"
     result = _agent_runs(tmp_path, line, ALLOW)
@@ -112,7 +114,9 @@ def test_a_hidden_command_is_never_allowed(tmp_path: Path, item: str, line: str)
     assert not (tmp_path / "MARKER").exists()
 
 
-@pytest.mark.parametrize(("item", "line"), CASES, ids=[f"{i[:1]}-{n}" for n, (i, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("item", "line"), CASES, ids=[f"{i[:1]}-{n}" for n, (i, _) in enumerate(CASES)]
+)
 def test_a_deny_rule_is_never_ruled_out_by_a_misreading(
     tmp_path: Path, item: str, line: str
 ) -> None:
@@ -169,7 +173,7 @@ def test_9_bypass_from_the_command_line(tmp_path: Path) -> None:
     )
     (tmp_path / "replay.yaml").write_text(
         "- tool_calls:\n    - name: bash\n      arguments:\n"
-        "        command: \"cat <<E\\\"O\\\"F\\nEOF\\ntouch MARKER\\nE\\\"O\\\"F\\n\"\n"
+        '        command: "cat <<E\\"O\\"F\\nEOF\\ntouch MARKER\\nE\\"O\\"F\\n"\n'
         "- text: done\n"
     )
     done = subprocess.run(
