@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from assembler.permissions.bash_builtins import builtin_problem
+from assembler.permissions.bash_builtins import BUILTINS, MODELED, builtin_problem
 from assembler.permissions.bash_grammar import RawCommand, recognize
 from assembler.permissions.bash_reader import Unverifiable
 from assembler.permissions.bash_treesitter import treesitter_commands
@@ -202,12 +202,15 @@ def _disagreement(raw: list[RawCommand], theirs: list[list[Word]]) -> str:
 
 
 def _names(commands: list[list[Word]]) -> set[str]:
+    """The programs the commands run; builtins that hide a line anyway (`export`,
+    which tree-sitter reads as a declaration, not a command) are left out."""
     names = set()
     for words in commands:
         if words:
             innermost = unwrap(words).deny_views[-1]
-            if innermost and innermost[0].literal and _SIMPLE_NAME.fullmatch(innermost[0].value):
-                names.add(innermost[0].value)
+            name = innermost[0].value if innermost and innermost[0].literal else ""
+            if _SIMPLE_NAME.fullmatch(name) and (name not in BUILTINS or name in MODELED):
+                names.add(name)
     return names
 
 

@@ -197,10 +197,10 @@ class _Parser:
             elif word == "time":
                 self._reader.take_many(4)
                 self.blanks()
-                option = self.peek_plain()
-                if option == "-p":
+                if self.peek_plain() == "-p":
                     self._reader.take_many(2)
-                elif self._reader.peek() == "-":
+                    self.blanks()
+                if self._reader.peek() == "-":  # `--` ends its options: not modeled
                     raise Unverifiable("`time` with an option other than `-p`")
             else:
                 break

@@ -100,6 +100,8 @@ def test_what_is_modeled(line: str, commands: list[list[str]]) -> None:
         ("a | time b", "`time` is not modeled"),
         ("a | ! b", "`!` is not modeled"),
         ("time -x a", "option"),
+        ("time -p -- rm x", "option"),  # bash reads `--` as the end of `time`'s options
+        ("time -- rm x", "option"),
         ("echo 'open", "unterminated"),
         ('echo "open', "unterminated"),
         ("echo a\\", "backslash ends"),

@@ -117,6 +117,8 @@ class LineGenerator:
             lambda: f"! {inner}",
             lambda: f"time {inner}",
             lambda: f"time -p {inner}",
+            lambda: f"time -p -- {inner}",
+            lambda: f"time -- {inner}",
             lambda: f"{{ {inner}; }} 2>/dev/null",
             lambda: f"( {inner} ) >/dev/null",
         )

@@ -15,9 +15,12 @@ deny pattern exists, and an allowed line is always one the recognizer modeled.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,27 @@ RULE_TOKENS = [
 ]
 
 
+class _TooSlow(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _at_most(seconds: float) -> Iterator[None]:
+    """A case that takes longer fails instead of hanging the suite (a loop in the
+    recognizer was found this way)."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise _TooSlow(f"no decision within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _mutate(rng: random.Random, text: str, tokens: list[str]) -> str:
     for _ in range(rng.choice((1, 1, 2, 3, 5))):
         at = rng.randrange(len(text) + 1)
@@ -118,16 +142,17 @@ def test_the_checker_never_raises_on_mutated_lines(tmp_path: Path) -> None:
     for case in range(CASES):
         line = _mutate(rng, rng.choice(seeds), TOKENS)
         try:
-            parsed = parse_command_line(line)
-            decision = guarded.decide("bash", {"command": line}, None)
-            bypassed = bypass.decide("bash", {"command": line}, None)
-            if parsed.hidden:
-                assert decision.verdict != "allow", decision
-                assert bypassed.verdict == "deny" or decision.verdict == "deny", bypassed
-            if decision.rule is not None and decision.verdict == "allow":
-                assert parsed.allowable and not any(
-                    p.startswith("not verifiable") for p in parsed.problems
-                )
+            with _at_most(30):
+                parsed = parse_command_line(line)
+                decision = guarded.decide("bash", {"command": line}, None)
+                bypassed = bypass.decide("bash", {"command": line}, None)
+                if parsed.hidden:
+                    assert decision.verdict != "allow", decision
+                    assert bypassed.verdict == "deny" or decision.verdict == "deny", bypassed
+                if decision.rule is not None and decision.verdict == "allow":
+                    assert parsed.allowable and not any(
+                        p.startswith("not verifiable") for p in parsed.problems
+                    )
         except Exception:
             failures.append(f"case {case}: {line!r}\n{traceback.format_exc(limit=6)}")
     assert not failures, f"{len(failures)} of {CASES} lines failed:\n" + "\n".join(failures[:5])
