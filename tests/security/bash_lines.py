@@ -40,12 +40,31 @@ from assembler.tools.environment import tool_environment
 #: sees through to them.
 ALLOWED_NAMES = frozenset({"echo", "cat", "true", "command", "builtin", "exec"})
 RULES = ("bash(echo *)", "bash(cat *)", "bash(true)")
+#: The same with the builtins the checker models, for a run that exercises them.
+WIDE_RULES = (
+    *RULES, "bash(printf *)", "bash(test *)", "bash([ *)", "bash(cd *)", "bash(: *)",
+    "bash(pwd)", "bash(type *)",
+)  # fmt: skip
+#: What lines allowed by `WIDE_RULES` may run (bash's trace quotes `[`).
+WIDE_NAMES = ALLOWED_NAMES | {"printf", "test", "'['", "cd", ":", "pwd", "type"}
 _TRACE = re.compile(r"^\++ (\S*)", re.MULTILINE)
 
 
 _QUOTED = (
     "text", "$x", "${x}", "${#x}", "'single'", '\\"', "\\$", "\\`", "\\\\", "\\\n", "$",
     "$'x'", "a\nb", "#", "é", "$?",
+)  # fmt: skip
+
+
+_NAMES = (
+    "echo", "cat", "true", "echo", "cat", "'echo'", 'e"ch"o', "\\echo", "ec\\\nho", "$'echo'",
+    "ech''o", "command echo", "builtin echo", "time echo", "echo -e", "cat --", "true;",
+    "echo #c", "exec echo", ">/dev/null echo", "2>&1 cat", "$\\\n'echo'",
+    "echo $\\\n(echo c)", "time -p -- echo", "! echo", "{ echo;}", "{echo a;}",
+)  # fmt: skip
+_BUILTIN_NAMES = (
+    "printf '%s\\n'", "printf --", "test -n", "[ -z x ] ||", "[ a = a ] &&", "cd . &&", ":",
+    "pwd;", "type echo;",
 )  # fmt: skip
 
 
@@ -63,7 +82,7 @@ class LineGenerator:
 
     def line(self) -> str:
         self.frames = [[]]
-        self.poison = self.rng.choice((0.0, 0.05, 0.15, 0.3, 0.5))
+        self.poison = self.rng.choice((0.0, 0.02, 0.05, 0.15, 0.3))
         text = self.list_(0)
         if self.frames[0]:
             text += "\n" + "\n".join(self.frames[0])
@@ -121,6 +140,12 @@ class LineGenerator:
             lambda: f"time -- {inner}",
             lambda: f"{{ {inner}; }} 2>/dev/null",
             lambda: f"( {inner} ) >/dev/null",
+            lambda: f"{{({inner})}}",
+            lambda: f"!({inner})",
+            lambda: f"if {inner};then {self.list_(depth + 1)};fi",
+            lambda: f"{{ {inner};}}>/dev/null 2>&1",
+            lambda: f"( # c\n{inner}\n)",
+            lambda: f"$(# c\n{inner}\n)",
         )
         if not self.bad():
             return self.call(*good)
@@ -144,11 +169,9 @@ class LineGenerator:
 
     def name(self) -> str:
         if not self.bad():
-            return self.pick(
-                "echo", "cat", "true", "echo", "cat", "'echo'", 'e"ch"o', "\\echo",
-                "ec\\\nho", "$'echo'", "ech''o", "command echo", "builtin echo",
-                "time echo", "echo -e", "cat --", "true;", "echo #c",
-            )  # fmt: skip
+            if self.rng.random() < 0.2:
+                return self.pick(*_BUILTIN_NAMES)
+            return self.pick(*_NAMES)
         m = self.marker()
         return self.pick(
             f"printf -v 'a[$({m})]' x; echo",
@@ -231,12 +254,13 @@ class LineGenerator:
                 lambda: self.sub("$( ", inner, " )"),
                 lambda: self.sub("<(", inner),
                 lambda: self.sub(">(", inner),
+                lambda: self.sub("<(", lambda: self.simple(depth + 1)),
                 lambda: self.sub("$(\n", inner, "\n)"),
                 lambda: '"' + self.sub("$(", self.heredoc) + '"',
                 lambda: self.sub("$(", self.heredoc),
                 *(lambda v=v: v for v in (
                     "$x", "${x}", "$'a\\tb'", "$'it\\'s'", "$?", "$#", "$1", "${#x}", "$$",
-                    "$-", "$@", '"$@"',
+                    "$-", "$@", '"$@"', "<(echo x)", ">(cat)", "<(cat <<'E'\nE\n)",
                 )),
             )  # fmt: skip
         m = self.marker()
@@ -333,8 +357,8 @@ class Outcome:
     names: list[str] = field(default_factory=list)
     timed_out: bool = False
 
-    def hidden(self) -> list[str]:
-        return [*self.markers, *(n for n in self.names if n not in ALLOWED_NAMES)]
+    def hidden(self, allowed: frozenset[str] = ALLOWED_NAMES) -> list[str]:
+        return [*self.markers, *(n for n in self.names if n not in allowed)]
 
 
 class BashRunner:
@@ -441,17 +465,21 @@ FEATURES = {
 }
 
 
-def differential(seed: int, count: int, scratch: Path, *, refused_every: int = 50) -> Report:
-    """Generate `count` lines from `seed`, ask the checker with `RULES` (default ask),
-    and run every allowed line (and every `refused_every`-th refused one) in bash."""
+def differential(
+    seed: int, count: int, scratch: Path, *, refused_every: int = 50, wide: bool = False
+) -> Report:
+    """Generate `count` lines from `seed`, ask the checker with `RULES` (`WIDE_RULES`
+    when `wide`; default ask), and run every allowed line (and every
+    `refused_every`-th refused one) in bash."""
     # Imported here: the module is also imported by tools that only generate lines.
     from assembler.manifest.model import PermissionsSpec
     from assembler.permissions import PermissionPolicy
 
     runner = BashRunner(scratch)
     generator = LineGenerator(random.Random(seed), str(runner.work))
+    rules, allowed = (WIDE_RULES, WIDE_NAMES) if wide else (RULES, ALLOWED_NAMES)
     policy = PermissionPolicy.from_spec(
-        PermissionsSpec(default="ask", allow=RULES), workspace=runner.work
+        PermissionsSpec(default="ask", allow=rules), workspace=runner.work
     )
     report = Report()
     for index in range(count):
@@ -462,7 +490,7 @@ def differential(seed: int, count: int, scratch: Path, *, refused_every: int = 5
             for name, text in FEATURES.items():
                 if text in line:
                     report.allowed_with[name] = report.allowed_with.get(name, 0) + 1
-            hidden = runner.run(line).hidden()
+            hidden = runner.run(line).hidden(allowed)
             if hidden:
                 report.hidden.append((line, hidden))
         elif index % refused_every == 0:
