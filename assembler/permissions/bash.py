@@ -28,7 +28,7 @@ from functools import lru_cache
 from assembler.permissions.bash_builtins import BUILTINS, MODELED, builtin_problem
 from assembler.permissions.bash_grammar import RawCommand, recognize
 from assembler.permissions.bash_reader import Unverifiable
-from assembler.permissions.bash_treesitter import treesitter_commands
+from assembler.permissions.bash_treesitter import treesitter_reading
 from assembler.permissions.bash_words import HOLE, ShellWord
 from assembler.permissions.wrappers import Word, unwrap
 
@@ -129,7 +129,9 @@ class _Reading:
             else:
                 raw = recognized.commands
                 self.problems.extend(recognized.problems)
-        theirs = treesitter_commands(text)
+        theirs, complete = treesitter_reading(text)
+        if not reason and not complete:
+            reason = "the second reading (tree-sitter) did not finish in time"
         if not reason:
             reason = _disagreement(raw, theirs)
         if reason:

@@ -11,12 +11,16 @@ is never what allows a line. It is used for two things:
   models is wrong about the line, and it is unverifiable.
 
 The tree is walked with an explicit stack, never Python recursion: a line nested a
-thousand levels deep is read like any other.
+thousand levels deep is read like any other. tree-sitter's own time grows faster than
+the length on some lines (thousands of `$[`, `<<-A` or `f()`), so the parse reads
+its input through a callback that ends it after `BUDGET` seconds of CPU; a reading
+cut short is reported as such (the line is then unverifiable).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -26,18 +30,41 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 
+#: CPU seconds tree-sitter may spend on one line (ordinary lines take milliseconds).
+BUDGET = 0.5
+_CHUNK = 4096
+
+
 def treesitter_commands(text: str) -> list[list[Word]]:
     """Every simple command tree-sitter sees in `text`, as words (values for literal
     words, source text for the others)."""
-    tree = _parser().parse(text.encode("utf-8", "surrogateescape"))
+    return treesitter_reading(text)[0]
+
+
+def treesitter_reading(text: str) -> tuple[list[list[Word]], bool]:
+    """The commands, and whether tree-sitter read the whole line within `BUDGET`."""
+    data = text.encode("utf-8", "surrogateescape")
+    deadline = time.thread_time() + BUDGET
+    complete = True
+
+    def read(offset: int, _point: object) -> bytes:
+        nonlocal complete
+        if time.thread_time() > deadline:
+            complete = offset >= len(data)
+            return b""
+        return data[offset : offset + _CHUNK]
+
+    tree = _parser().parse(read)
     found: list[list[Word]] = []
     stack: list[Node] = [tree.root_node]
     while stack:
+        if time.thread_time() > deadline:
+            return found, False
         node = stack.pop()
         if node.type == "command":
-            found.extend(_words(node))
+            found.extend(_words(node, data))
         stack.extend(reversed(node.named_children))
-    return found
+    return found, complete
 
 
 @lru_cache(maxsize=1)
@@ -49,16 +76,15 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_bash.language()))
 
 
-def _words(node: Node) -> list[list[Word]]:
+def _words(node: Node, data: bytes) -> list[list[Word]]:
     """The words of a `command` node; tree-sitter can swallow a newline into a command
     (`a | b<newline>rm x` parses as `b rm x`), so a newline between two words starts
     another command, as in bash."""
     commands: list[list[Word]] = []
     words: list[Word] = []
-    source = node.text or b""
     previous_end = node.start_byte
     for child in node.named_children:
-        gap = source[previous_end - node.start_byte : child.start_byte - node.start_byte]
+        gap = data[previous_end : child.start_byte]
         previous_end = child.end_byte
         if words and b"\n" in gap.replace(b"\\\n", b""):
             commands.append(words)

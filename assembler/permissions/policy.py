@@ -3,12 +3,14 @@
 Precedence is fixed, whatever order the manifest lists rules in: a matching deny
 rule, then a matching ask rule, then allow rules, then the `default`. For `bash`, an
 allow needs every simple command of the line covered (each by some allow rule), and
-a line the parser does not fully understand is never allowed by a pattern.
+a line the checker cannot model exactly (unverifiable) is never allowed by a pattern.
 
 One more rule keeps deny patterns meaningful: when part of a call cannot be checked
-against the tool's deny or ask patterns (a hidden part of a bash line, a path that
-does not resolve), the call is asked about rather than allowed, by a rule or by the
-default alike.
+against the tool's deny or ask patterns (an unverifiable or hidden part of a bash line,
+a value known only at run time that a pattern could match, a path that does not
+resolve), the call is asked about rather than allowed, by a rule or by the default
+alike; under `bypass`, which answers no question, it is denied when a deny pattern
+could not be ruled out.
 
 The permission mode then changes what an `ask` becomes (`default` leaves it for a
 person; `accept-edits` allows `write`/`edit` inside the workspace; `deny-asks`

@@ -39,10 +39,11 @@ def test_could_match_is_exact(pattern: str, text: str) -> None:
     the pattern: a longer one is never needed) matches, exactly when `could_match`."""
     compiled = compile_command_pattern(pattern)
     holes = text.count(HOLE)
-    fills = ["".join(c) for n in range(len(pattern) + 1) for c in itertools.product("ab ", repeat=n)]
+    fills = [
+        "".join(c) for n in range(len(pattern) + 1) for c in itertools.product("ab ", repeat=n)
+    ]
     expected = any(
-        compiled.matches(_fill(text, choice))
-        for choice in itertools.product(fills, repeat=holes)
+        compiled.matches(_fill(text, choice)) for choice in itertools.product(fills, repeat=holes)
     )
     assert compiled.could_match(text) == expected
     # and `matches` holds for a text with holes only when every filling matches

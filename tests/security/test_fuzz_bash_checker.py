@@ -201,3 +201,20 @@ def test_long_lines_are_decided(tmp_path: Path, size: int) -> None:
     too_long = "echo " + "a" * 300_000
     decision = policy.decide("bash", {"command": too_long}, None)
     assert decision.verdict == "ask" and "longer than 256 KiB" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["$[" * 20_000, "<<-A " * 8_000, "f() " * 8_000, "cat <<A " * 20_000 + "\n"],
+    ids=["arithmetic", "stripped here-documents", "functions", "here-documents"],
+)
+def test_lines_tree_sitter_reads_slowly_are_decided(tmp_path: Path, line: str) -> None:
+    """tree-sitter's time grows faster than the length on these: its reading is cut
+    short (and the line unverifiable) rather than holding the agent for minutes."""
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="allow", allow=("bash(cat *)",), deny=("bash(rm *)",)),
+        workspace=tmp_path,
+    )
+    with _at_most(60):
+        decision = policy.decide("bash", {"command": line}, None)
+    assert decision.verdict == "ask" and "not verifiable" in decision.reason
