@@ -36,6 +36,7 @@ from assembler.permissions.wrappers import Word, unwrap
 MAX_NESTING = 4
 #: Longer lines are not read at all (unverifiable): reading costs time in proportion.
 MAX_LENGTH = 256 * 1024
+_CACHED_LENGTH = 16 * 1024
 UNVERIFIABLE = "not verifiable"
 _LOCALE_BACKSLASH = re.compile(r"[^\x00-\x7f]\\")
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_./+-]+")
@@ -78,7 +79,10 @@ class CommandLine:
 
 
 def parse_command_line(command: str) -> CommandLine:
-    """The simple commands of `command` (cached: see the module docstring)."""
+    """The simple commands of `command` (cached up to `_CACHED_LENGTH` characters: a
+    cache of long lines would hold a lot of memory for lines rarely repeated)."""
+    if len(command) > _CACHED_LENGTH:
+        return _parse(command)
     return _parse_cached(command)
 
 
@@ -88,6 +92,10 @@ def parse_cache_clear() -> None:
 
 @lru_cache(maxsize=4096)
 def _parse_cached(command: str) -> CommandLine:
+    return _parse(command)
+
+
+def _parse(command: str) -> CommandLine:
     reading = _Reading()
     reading.line(command, 0, modeled=True)
     problems = tuple(dict.fromkeys(reading.problems))
