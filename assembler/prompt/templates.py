@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError, TemplateSecurityError
 from assembler.prompt.sandbox import guard_loops, render_within_budget, sandbox_class
+from assembler.python_source import building_syntax_trees
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -200,7 +201,8 @@ def used_variables(text: str) -> dict[str, int]:
     from jinja2 import TemplateSyntaxError, meta
 
     try:
-        tree = environment().parse(text)
+        with building_syntax_trees():
+            tree = environment().parse(text)
     except TemplateSyntaxError:
         return {}
     return {
@@ -216,7 +218,8 @@ def variable_problems(
     from jinja2 import TemplateSyntaxError, meta
 
     try:
-        tree = environment().parse(text)
+        with building_syntax_trees():
+            tree = environment().parse(text)
     except TemplateSyntaxError as e:
         return [TemplateProblem(e.lineno or 1, f"template syntax error: {e.message}")]
     problems = [

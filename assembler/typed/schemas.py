@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from assembler.python_source import building_syntax_trees
 from assembler.text import one_line
 
 #: Keywords whose value is one subschema.
@@ -81,7 +82,8 @@ def subschemas(schema: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, Map
 def schema_problems(schema: Any) -> list[SchemaProblem]:
     """What makes `schema` unusable: metaschema violations, then references that are
     not local or point at nothing. Empty: it can be compiled and sent to a model."""
-    from jsonschema import Draft202012Validator
+    with building_syntax_trees():  # its first import parses Python: see python_source
+        from jsonschema import Draft202012Validator
 
     problems = [
         SchemaProblem(tuple(error.absolute_path), one_line(error.message, ERROR_CHARS))
@@ -160,7 +162,8 @@ class CompiledSchema:
     "valid" when it can; jsonschema decides otherwise and words the errors."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
-        from jsonschema import Draft202012Validator
+        with building_syntax_trees():  # its first import parses Python: see python_source
+            from jsonschema import Draft202012Validator
 
         from assembler.typed.fastcheck import compile_fast
 

@@ -18,6 +18,7 @@ from assembler.errors import Issue
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema_file import read_schema_file, schema_file_reference
 from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.python_source import building_syntax_trees
 from assembler.text import json_type_name
 from assembler.validation.context import CheckContext, display, fmt, mapping
 from assembler.validation.tool_checks import active_tool_names
@@ -104,7 +105,8 @@ def template_name(name: str) -> bool:
     if name in env.globals:
         return False
     try:
-        tree = env.parse(f"{{{{ {name} }}}}")
+        with building_syntax_trees():  # Jinja2's lexer parses Python: see python_source
+            tree = env.parse(f"{{{{ {name} }}}}")
     except TemplateSyntaxError:
         return False
     output = tree.body[0] if tree.body else None
