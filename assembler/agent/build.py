@@ -53,7 +53,8 @@ from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
-from assembler.trust import TrustPrompt, check_trust
+from assembler.agent.trusting import TreeTrust, decide_trust
+from assembler.trust import TrustDecision, TrustPrompt
 from assembler.validation.load import load_manifest
 
 
@@ -78,7 +79,7 @@ def build_agent(
     flags: LoaderFlags | None = None,
     session_dir: Path | None = None,
     record_session: bool = True,
-    trust: bool | None = None,
+    trust: bool | TrustDecision | None = None,
     ask_trust: TrustPrompt | None = None,
     env: Mapping[str, str] | None = None,
     session: str | Path | Session | None = None,
@@ -98,6 +99,9 @@ def build_agent(
     `bypass`).
     `team` is the sub-agent tree of `manifest` when a parent builds its child (the
     tree is otherwise loaded here, and trust is decided for all of it at once).
+    `trust`: True is your explicit decision for this build; None asks the user's
+    trust store, then `ask_trust`; a `TrustDecision` made for a tree this agent
+    belongs to is held to (`assembler.agent.trusting`).
     """
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
@@ -106,12 +110,19 @@ def build_agent(
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
     member = team if team is not None else load_team(manifest, env=environment)
-    check_trust(
-        manifest,
-        trust,
-        ask_trust,
+    tree_trust = TreeTrust(
+        decision=decide_trust(
+            member,
+            trust,
+            ask_trust,
+            include_extensions=not (flags and flags.no_extensions),
+            model=model,
+            replays=provider is None,
+        ),
+        ask=ask_trust,
         include_extensions=not (flags and flags.no_extensions),
-        children=[(m.path, m.manifest) for m in member.descendants()],
+        model=model,
+        replays=provider is None,
     )
     choice = None if provider is not None else choose_model(manifest, model)
     model_provider = provider
@@ -122,7 +133,12 @@ def build_agent(
         recording = create_session(manifest, choice, provider, session_dir)
     telemetry = create_telemetry(manifest, choice, provider, environment)
     subagents = Team(
-        member, build_agent, env=environment, flags=flags, permission_mode=permission_mode
+        member,
+        build_agent,
+        env=environment,
+        flags=flags,
+        permission_mode=permission_mode,
+        trust=tree_trust,
     )
     assembly = Assembly(
         manifest,

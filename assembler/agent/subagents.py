@@ -25,6 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from assembler.agent.conversation import SessionRecorder
 from assembler.agent.team import Delegate, TeamMember, delegate_tool
+from assembler.agent.trusting import TreeTrust
 from assembler.errors import AssemblerError
 from assembler.manifest.model import AgentToolSet, Manifest
 from assembler.messages import AssistantMessage
@@ -38,6 +39,7 @@ from assembler.sessions.codec import usage_to_dict
 from assembler.sessions.store import TRACE_SUFFIX, Session, SessionStore
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.truncate import truncate_text
+from assembler.trust import TrustDecision
 
 
 class ChildAgent(Protocol):
@@ -73,7 +75,7 @@ class Builder(Protocol[AgentT_co]):
         flags: LoaderFlags | None = None,
         session_dir: Path | None = None,
         record_session: bool = True,
-        trust: bool | None = None,
+        trust: bool | TrustDecision | None = None,
         env: Mapping[str, str] | None = None,
         session: Session | None = None,
         team: TeamMember | None = None,
@@ -136,7 +138,9 @@ class Subagent(Generic[AgentT]):
             flags=self.team.child_flags,
             session_dir=session_dir,
             record_session=record_session,
-            trust=True,  # decided for the whole tree when the root agent was built
+            # decided for the whole tree when the root agent was built; the child's
+            # code must be the code that decision saw
+            trust=self.team.trust.decision if self.team.trust is not None else None,
             env=self.team.env,
             session=session,
             team=self.delegate.member,
@@ -242,8 +246,10 @@ class Team(Generic[AgentT]):
         env: Mapping[str, str] | None = None,
         flags: LoaderFlags | None = None,
         permission_mode: PermissionMode = "default",
+        trust: TreeTrust | None = None,
     ) -> None:
         self.member = member
+        self.trust = trust
         self.builder = builder
         self.env = env
         self.permission_mode = permission_mode

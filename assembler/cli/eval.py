@@ -126,7 +126,8 @@ def _evaluate(file: Path, options: _Options) -> int:
     from assembler.eval.progress import Progress
     from assembler.eval.records import ResultsWriter, read_results
     from assembler.eval.summary import format_summary
-    from assembler.trust import check_trust
+    from assembler.agent.team import load_team
+    from assembler.agent.trusting import decide_trust
 
     if options.scheduler is not None:
         parse_scheduler(options.scheduler)  # a misspelt option fails before anything runs
@@ -135,10 +136,17 @@ def _evaluate(file: Path, options: _Options) -> int:
         click.echo(terminal_safe(issue.format()), err=True)
     spec, manifest = report.spec, report.manifest
     assert spec is not None and manifest is not None
-    check_trust(manifest, True if options.trust else None, ask_trust, extra=check_code(spec))
     out = options.out or default_out(spec)
     selection = Selection(options.repeat, options.only, options.model)
     runs = plan_runs(spec, selection, session_directory(out))
+    # one decision for the whole agent tree and the eval file's own choices, before
+    # any task starts; every task builds on it
+    trust = decide_trust(
+        load_team(manifest),
+        True if options.trust else None,
+        ask_trust,
+        extra=check_code(spec, runs, manifest),
+    )
     recorded = read_results(out)
     check_resumable(runs, recorded.records, manifest, out)
     todo = pending(runs, recorded.records, rerun_failed=options.rerun_failed)
@@ -161,6 +169,7 @@ def _evaluate(file: Path, options: _Options) -> int:
                     writer=writer,
                     progress=progress,
                     tally=tally,
+                    trust=trust,
                 )
             )
         else:

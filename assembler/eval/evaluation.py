@@ -24,7 +24,7 @@ from assembler.eval.progress import Progress
 from assembler.eval.records import ResultsWriter, RunRecord
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
-from assembler.trust import ProjectCode
+from assembler.trust import ProjectCode, TrustDecision, replay_code
 
 DEFAULT_CONCURRENCY = 4
 RESULTS_DIRECTORY = "eval-results"
@@ -39,11 +39,12 @@ class Executor(Protocol):
 class LocalExecutor:
     """Runs in this process, on this event loop, with the manifest loaded once."""
 
-    def __init__(self, manifest: Manifest) -> None:
+    def __init__(self, manifest: Manifest, trust: TrustDecision | None = None) -> None:
         self.manifest = manifest
+        self.trust = trust
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest)
+        return await run_task(request, manifest=self.manifest, trust=self.trust)
 
     async def aclose(self) -> None:
         return None
@@ -93,13 +94,15 @@ async def evaluate(
     writer: ResultsWriter,
     progress: Progress,
     tally: Tally | None = None,
+    trust: TrustDecision | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
-    the results file is opened once the executor is ready."""
+    the results file is opened once the executor is ready. `trust` is the decision
+    for the agent tree (`assembler.agent.trusting.decide_trust`) every task builds on."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     if scheduler is None:
-        executor = LocalExecutor(manifest)
+        executor = LocalExecutor(manifest, trust)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor
@@ -110,7 +113,7 @@ async def evaluate(
         paths = {run.manifest for run in runs} | {
             run.workspace or manifest.workspace for run in runs
         }
-        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths))
+        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths), trust)
         executor, lanes = cluster, concurrency or cluster.slots
     try:
         writer.open()  # once there is somewhere to run: no empty file for a failed start
@@ -133,9 +136,12 @@ def session_directory(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".jsonl") + ".sessions").absolute()
 
 
-def check_code(spec: EvalSpec) -> list[ProjectCode]:
+def check_code(
+    spec: EvalSpec, runs: Sequence[RunRequest] = (), manifest: Manifest | None = None
+) -> list[ProjectCode]:
     """The eval file's own project code, for the trust question: its `command` checks
-    run in every task's workspace on the file's say-so."""
+    run in every task's workspace on the file's say-so, and the replays its tasks
+    name as their model (`scripted:...`) choose the agent's tool calls."""
     commands: dict[str, list[str]] = {}
     for task in spec.tasks:
         for check in task.checks:
@@ -148,6 +154,9 @@ def check_code(spec: EvalSpec) -> list[ProjectCode]:
     ]
     if len(commands) > 10:
         items.append(ProjectCode(f"{len(commands) - 10} more check commands", root))
+    if manifest is not None:
+        for model in dict.fromkeys(run.model for run in runs if run.model):
+            items.extend(replay_code(manifest, model))
     return items
 
 

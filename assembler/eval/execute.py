@@ -39,6 +39,7 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
+from assembler.trust import TrustDecision
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -150,19 +151,25 @@ class _Run:
 
 
 async def run_task(
-    request: RunRequest, *, manifest: Manifest | None = None, worker: str = "local"
+    request: RunRequest,
+    *,
+    manifest: Manifest | None = None,
+    worker: str = "local",
+    trust: TrustDecision | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
     `manifest`: the agent, already loaded and validated (in process it is loaded once
-    per evaluation); without it, it is loaded from `request.manifest`.
+    per evaluation); without it, it is loaded from `request.manifest`. `trust`: the
+    decision made for the whole agent tree before any task started; the agent is
+    built on it (without it, the user's trust store decides, and nobody is asked).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest)
+            await _attempt(run, scratch, manifest, trust)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -178,7 +185,9 @@ async def run_task(
     return run.record()
 
 
-async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
+async def _attempt(
+    run: _Run, scratch: Path, manifest: Manifest | None, trust: TrustDecision | None
+) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
     if manifest is None:
@@ -197,7 +206,7 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, manifest, workspace)
+            agent = _build(request, manifest, workspace, trust)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -245,15 +254,17 @@ async def _remove(scratch: Path) -> None:
         raise
 
 
-def _build(request: RunRequest, manifest: Manifest, workspace: Path) -> Agent:
+def _build(
+    request: RunRequest, manifest: Manifest, workspace: Path, trust: TrustDecision | None
+) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
-    the task's workspace moved there too."""
+    the task's workspace moved there too; its code must be what `trust` covered."""
     team = rebase_team(load_team(manifest), manifest.workspace, workspace)
     return build_agent(
         team.manifest,
         model=request.model,
         session_dir=request.session_dir / request.task.id,
-        trust=True,  # decided once, for the whole agent tree, before any task started
+        trust=trust,  # decided once, for the whole agent tree, before any task started
         team=team,
     )
 
