@@ -22,6 +22,7 @@ from pathlib import Path
 
 from assembler.agent.agent import Agent
 from assembler.agent.conversation import open_session, session_store
+from assembler.agent.guards import guarded_paths
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
@@ -44,6 +45,7 @@ from assembler.agent.team import TeamMember, load_team
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.providers.windows import context_window
@@ -178,6 +180,8 @@ def build_agent(
                 also_secret=key_variables(manifest, choice),
             ),
             read_roots=skill_directories(manifest, flags, snapshot),
+            hidden=hidden_patterns(manifest.permissions, permission_mode),
+            guarded=guarded_paths(member),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",

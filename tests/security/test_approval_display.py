@@ -9,8 +9,6 @@ show that part to whoever answers.
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,27 +95,6 @@ def test_the_rpc_request_carries_the_full_text() -> None:
     assert event["text"].count("\n") >= COMMAND.count("\n")
 
 
-def test_the_acp_request_carries_the_full_text(tmp_path: Path) -> None:
-    pytest.importorskip("acp")
-    from acp_harness import Editor, manifest, serving
-
-    script = (
-        f"- tool_calls: [{{name: bash, arguments: {{command: {json.dumps(COMMAND)}}}}}]\n"
-        "- text: Refused.\n"
-    )
-    agent = manifest(tmp_path, script, extra="permissions:\n  default: ask\n")
-    editor = Editor(answer="reject_once")
-
-    async def scenario() -> None:
-        async with serving(agent, "--no-session", "--trust", editor=editor) as acp:
-            session = await acp.start()
-            await asyncio.wait_for(acp.prompt(session, "Run it."), 60)
-
-    asyncio.run(scenario())
-    (asked,) = editor.asked
-    texts = "\n".join(
-        getattr(item.content, "text", "") for item in asked.tool_call.content or []
-    )
-    assert HIDDEN in texts
-    for line in COMMAND.splitlines():
-        assert line in texts
+# The same attack over ACP, through a real `assemble acp` and the SDK's client, is
+# tests/acp/test_acp_permissions.py::test_the_request_carries_the_whole_call (its
+# harness lives there).
