@@ -142,16 +142,16 @@ def replay_code(manifest: Manifest, model: str | None = None) -> list[ProjectCod
     return _file_code(f"replay script {shown} ({what})", script, chosen_by)
 
 
-def _stdio_server(server: MCPServerSpec, manifest: Manifest, roots: list[Path]) -> list[ProjectCode]:
+def _stdio_server(
+    server: MCPServerSpec, manifest: Manifest, roots: list[Path]
+) -> list[ProjectCode]:
     """An MCP stdio server: the manifest chose the command; the directory it starts in
     and the directory of each project file it runs hold what runs."""
     manifest_dir = roots[0]
     description = f"MCP server `{server.name}` (command `{server.command}`)"
     started = stdio_server_files(server, manifest.workspace, roots)
     found = [ProjectCode(description, manifest_dir)]
-    found.append(
-        ProjectCode(f"{description} starts in {started.cwd}", _resolved(started.cwd))
-    )
+    found.append(ProjectCode(f"{description} starts in {started.cwd}", _resolved(started.cwd)))
     for file in started.files:
         shown = _relative(file, manifest_dir)
         found.extend(_file_code(f"{description} runs {shown}", file, None))
@@ -348,7 +348,9 @@ class TrustDecision:
     ) -> TrustDecision:
         files = dict.fromkeys(f for item in code for f in item.files)
         digests = {d for f in files if (d := file_digest(f)) is not None}
-        return cls(frozenset(m.resolve() for m in manifests), frozenset(digests), include_extensions)
+        return cls(
+            frozenset(m.resolve() for m in manifests), frozenset(digests), include_extensions
+        )
 
     def unseen(
         self, manifests: Sequence[Path], code: Sequence[ProjectCode], include_extensions: bool

@@ -157,4 +157,3 @@ class TeamWorkspaces(Mapping[str, Path]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-

@@ -42,6 +42,7 @@ from assembler.agent.services import (
 )
 from assembler.agent.subagents import Team
 from assembler.agent.team import TeamMember, load_team
+from assembler.agent.trusting import TreeTrust, decide_trust
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
@@ -55,7 +56,6 @@ from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
-from assembler.agent.trusting import TreeTrust, decide_trust
 from assembler.trust import TrustDecision, TrustPrompt
 from assembler.validation.load import load_manifest
 

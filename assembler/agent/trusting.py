@@ -102,9 +102,8 @@ def recheck(
         root = member.manifest.directory.resolve()
         if trust is False or ask is None or not ask(root, unseen):
             raise TrustError(
-                _not_covered(unseen)
-                + "\nNothing was reloaded. Read the change; reload with trust "
-                "(`reload(trust=True)`, RPC `reload` with `\"trust\": true`) or start again."
+                _not_covered(unseen) + "\nNothing was reloaded. Read the change; reload with trust "
+                '(`reload(trust=True)`, RPC `reload` with `"trust": true`) or start again.'
             )
     return TrustDecision.of(manifests, code, include_extensions)
 

@@ -108,6 +108,8 @@ def _compare(old: Path, new: Path) -> int:
 
 
 def _evaluate(file: Path, options: _Options) -> int:
+    from assembler.agent.team import load_team
+    from assembler.agent.trusting import decide_trust
     from assembler.eval.evaluation import (
         Tally,
         check_code,
@@ -126,8 +128,6 @@ def _evaluate(file: Path, options: _Options) -> int:
     from assembler.eval.progress import Progress
     from assembler.eval.records import ResultsWriter, read_results
     from assembler.eval.summary import format_summary
-    from assembler.agent.team import load_team
-    from assembler.agent.trusting import decide_trust
 
     if options.scheduler is not None:
         parse_scheduler(options.scheduler)  # a misspelt option fails before anything runs

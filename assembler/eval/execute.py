@@ -39,7 +39,6 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
-from assembler.trust import TrustDecision
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -49,6 +48,7 @@ from assembler.runner.events import (
     TurnEnd,
     UsageEvent,
 )
+from assembler.trust import TrustDecision
 from assembler.validation.load import load_manifest
 
 BUILD_LOCK = threading.Lock()

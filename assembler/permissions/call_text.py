@@ -42,7 +42,13 @@ def call_text(call: ToolCall) -> str:
 
 
 def _one_line(value: object) -> bool:
-    return isinstance(value, str) and value != "" and value == value.strip() and "\n" not in value and "\r" not in value
+    return (
+        isinstance(value, str)
+        and value != ""
+        and value == value.strip()
+        and "\n" not in value
+        and "\r" not in value
+    )
 
 
 def _lines(text: str) -> list[str]:

@@ -135,4 +135,3 @@ def test_the_request_carries_the_whole_call(tmp_path: Path) -> None:
     for line in command.splitlines():
         assert line in texts
     assert not (tmp_path / "work" / "evil").exists()
-

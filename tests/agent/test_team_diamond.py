@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 from clirun import assemble
 
-import assembler.validation.agent_tree as agent_tree
-import assembler.validation.validator as validator
 from assembler.agent.build import build_agent
 from assembler.agent.team import load_team
 from assembler.testing import ScriptedModel
+from assembler.validation import agent_tree, validator
 from assembler.validation.load import load_manifest
 
 FILES = 11

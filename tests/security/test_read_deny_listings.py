@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+from clirun import assemble
+
 from assembler.agent.build import build_agent
 from assembler.runner.events import ToolCallResult
 from assembler.testing import ScriptedModel, reply, text, tool_call
@@ -74,3 +77,23 @@ def test_find_and_ls_do_not_list_denied_paths(tmp_path: Path) -> None:
 def test_read_itself_is_still_denied(tmp_path: Path) -> None:
     (denied,) = results(workspace(tmp_path), tool_call("read", path="secrets/prod.env"))
     assert not denied.executed and "hunter2" not in denied.content
+
+
+def test_validate_warns_where_read_rules_do_not_reach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = workspace(tmp_path)
+    text = manifest.read_text()
+    quiet = assemble(capsys, "validate", str(manifest))
+    assert quiet.code == 0 and "can still read them" not in quiet.out
+    manifest.write_text(text.replace("[read, grep, find, ls]", "[read, grep, bash]"))
+    loud = assemble(capsys, "validate", str(manifest))
+    assert loud.code == 0
+    assert "`read(secrets/**)` hides files from `read`, `grep`, `find` and `ls` only" in loud.out
+    assert "`bash` (`cat`, `head`, ...) can still read them" in loud.out
+    manifest.write_text(
+        text.replace("[read, grep, find, ls]", "[read, grep, bash]").replace(
+            "deny: [", "deny: [bash, "
+        )
+    )
+    assert "can still read them" not in assemble(capsys, "validate", str(manifest)).out

@@ -47,7 +47,9 @@ def test_a_session_allow_of_a_top_level_file_does_not_reach_into_folders(tmp_pat
 
 
 def test_the_exact_path_approved_is_allowed_again_without_asking(tmp_path: Path) -> None:
-    asked = asked_for(tmp_path, ["pre-commit", "./pre-commit", "sub/x", "sub/x", "sub/../pre-commit"])
+    asked = asked_for(
+        tmp_path, ["pre-commit", "./pre-commit", "sub/x", "sub/x", "sub/../pre-commit"]
+    )
     assert asked == ["pre-commit", "sub/x"]
 
 

@@ -23,8 +23,8 @@ import os
 import re
 import signal
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from assembler.tools.builtin.sniff import looks_binary
@@ -103,7 +103,9 @@ def find(request: dict[str, Any]) -> dict[str, Any]:
     matches = glob_matcher(request["pattern"])
     root, base = Path(request["root"]), Path(request["base"])
     is_hidden = _hidden(request)
-    matched = [path for path in walk_files(root, base) if matches(path.relative_to(base).as_posix())]
+    matched = [
+        path for path in walk_files(root, base) if matches(path.relative_to(base).as_posix())
+    ]
     found = sorted(path.relative_to(root).as_posix() for path in matched if not is_hidden(path))
     hidden = len(matched) - len(found)
     return {"paths": found[: request["limit"]], "count": len(found), "hidden": hidden}
