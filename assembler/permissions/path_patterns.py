@@ -103,9 +103,11 @@ def segment_regex(part: str) -> str:
 
 def escape_path(path: str) -> str:
     """A pattern matching exactly `path` and nothing else, anchored at the workspace
-    root (what "allow for the session" writes: `./pre-commit`, never a bare name that
-    would match at any depth)."""
-    return "./" + re.sub(r"([*?\[])", r"[\1]", path)
+    root (what "allow for the session" writes): `src/x.py` is anchored already, a
+    single name gets `./` (`./pre-commit`), never a bare name that would match at any
+    depth."""
+    escaped = re.sub(r"([*?\[])", r"[\1]", path)
+    return escaped if "/" in path.strip("/") else "./" + escaped
 
 
 def _rooted(path: str) -> str:
