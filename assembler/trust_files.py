@@ -15,6 +15,7 @@ read as data (bounded, safe YAML).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -116,15 +117,31 @@ class ReplayCalls:
 
 def replay_calls(script: Path) -> ReplayCalls | None:
     """The tool calls of the replay at `script`; None when there is no such file (the
-    build then fails on its own, and nothing from it runs)."""
+    build then fails on its own, and nothing from it runs), or when it is not a
+    script the provider would load. Parsed once per content (a sub-agent is built
+    for every call, and its replay read each time)."""
     try:
         text = read_small_text(script, MAX_REPLAY_BYTES)
     except FileNotFoundError:
         return None
     except (FileRefused, OSError) as e:
         return ReplayCalls(unreadable=str(e))
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if key not in _PARSED:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = _calls_in(text)
+    return _PARSED[key]
+
+
+_PARSED: dict[str, ReplayCalls | None] = {}
+_PARSED_MAX = 256
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _calls_in(text: str) -> ReplayCalls | None:
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError:
         return None  # not a script the provider would load: it fails, nothing runs
     if isinstance(raw, Mapping) and "steps" in raw:

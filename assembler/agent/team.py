@@ -128,7 +128,10 @@ class TeamMember:
 
 
 def _identity(manifest: Manifest) -> tuple[Path, Path]:
-    return (manifest.path.resolve(), manifest.workspace.resolve())
+    """An agent of the tree: its manifest file and its workspace, as loaded (absolute;
+    not resolved, which costs system calls per visit: a file reached through two
+    spellings is merely visited twice)."""
+    return (manifest.path, manifest.workspace)
 
 
 def load_team(
