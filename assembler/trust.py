@@ -146,12 +146,15 @@ def _stdio_server(
     server: MCPServerSpec, manifest: Manifest, roots: list[Path]
 ) -> list[ProjectCode]:
     """An MCP stdio server: the manifest chose the command; the directory it starts in
-    and the directory of each project file it runs hold what runs."""
+    (when that is a project directory: `npx`, `python -m` and a relative `PATH` run
+    what is there) and the directory of each project file it runs hold what runs."""
     manifest_dir = roots[0]
     description = f"MCP server `{server.name}` (command `{server.command}`)"
     started = stdio_server_files(server, manifest.workspace, roots)
     found = [ProjectCode(description, manifest_dir)]
-    found.append(ProjectCode(f"{description} starts in {started.cwd}", _resolved(started.cwd)))
+    cwd = _resolved(started.cwd)
+    if any(cwd.is_relative_to(root) for root in roots):  # a project directory
+        found.append(ProjectCode(f"{description} starts in {started.cwd}", cwd))
     for file in started.files:
         shown = _relative(file, manifest_dir)
         found.extend(_file_code(f"{description} runs {shown}", file, None))

@@ -49,22 +49,24 @@ def stdio_server_files(
     """The files of the project that starting `server` would run.
 
     `places` are the project directories (the manifest's, the workspace): a file in
-    one of them, or below the directory the server starts in, is the project's. A
+    one of them is the project's. A
     command written as a path (`./server`, `bin/serve`) is the project's choice of
     file wherever it resolves, even when it does not exist yet (the agent may write
     it before the server starts). A bare name is looked up on the `PATH` the server
     gets (the manifest's `env.PATH`, else the user's), relative entries against the
-    server's directory, as `execvp` does.
+    server's directory, as `execvp` does; found through a `PATH` the manifest set, in
+    a directory the user's own `PATH` does not name, it is the project's choice too.
     """
     cwd = Path(os.path.abspath(server.cwd or workspace))
-    inside = [Path(os.path.abspath(p)) for p in (*places, cwd)]
+    inside = [Path(os.path.abspath(p)) for p in places]
     files: list[Path] = []
     command = server.command or ""
     if "/" in command:
         files.append(Path(os.path.normpath(cwd / command)))
     elif command:
         found = _on_path(command, server.env, parent_env, cwd)
-        if found is not None and (_in_any(found, inside) or "PATH" in server.env):
+        chosen = "PATH" in server.env and not _on_users_path(found, parent_env)
+        if found is not None and (_in_any(found, inside) or chosen):
             files.append(found)
     for argument in server.args:
         if not argument or argument.startswith("-"):
@@ -88,6 +90,18 @@ def _on_path(
     entries = [entry if os.path.isabs(entry) else str(cwd / entry) for entry in search.split(":")]
     found = shutil.which(command, path=os.pathsep.join(entries))
     return Path(os.path.abspath(found)) if found else None
+
+
+def _on_users_path(found: Path | None, parent: Mapping[str, str] | None) -> bool:
+    """Whether `found` sits in a directory of the user's own `PATH` (absolute entries):
+    a program the user would run anyway, whatever `PATH` the manifest sets."""
+    if found is None:
+        return False
+    search = (os.environ if parent is None else parent).get("PATH", os.defpath)
+    return any(
+        os.path.isabs(entry) and Path(os.path.abspath(entry)) == found.parent
+        for entry in search.split(os.pathsep)
+    )
 
 
 def _in_any(path: Path, places: Sequence[Path]) -> bool:

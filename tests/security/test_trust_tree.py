@@ -244,3 +244,23 @@ def test_an_mcp_command_found_on_a_path_the_manifest_sets_needs_its_directory_tr
     with pytest.raises(TrustError) as caught:
         build_agent(manifest, provider=ScriptedModel([]), record_session=False)
     assert str(bin_dir.resolve()) in str(caught.value)
+
+
+def test_system_directories_are_never_asked_about(tmp_path: Path) -> None:
+    """A program the user would run anyway (found on their own PATH, even through a
+    PATH the manifest sets) and a server started outside the project need no trust of
+    `/usr/bin` or `/`: only the manifest's directory is asked about."""
+    from assembler.trust import project_code
+    from assembler.validation.load import load_manifest
+
+    repo = tmp_path / "repo"
+    (repo / "work").mkdir(parents=True)
+    manifest = write(
+        repo / "agents" / "agent.yaml",
+        "version: 1\nname: mcp\nidentity: You help.\nworkspace: ../work\n"
+        "tools:\n  sets:\n    - mcp: a\n    - mcp: b\n  servers:\n"
+        f"    a: {{command: sh, env: {{PATH: '{os.environ['PATH']}'}}}}\n"
+        "    b: {command: sh, cwd: /}\n",
+    )
+    roots = {item.root for item in project_code(load_manifest(manifest))}
+    assert roots == {(repo / "agents").resolve(), (repo / "work").resolve()}
