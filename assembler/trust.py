@@ -1,10 +1,14 @@
 """Everything about trust: which project code an agent would run, the user's store of
-trusted directories, and the check that refuses to build before that code runs.
+trusted directories, the check that refuses to build before that code runs, and the
+decision later builds are held to.
 
 Project code (extension files and modules, Python tools whose source is in the
-project, MCP stdio commands a project manifest declares) runs only in a trusted
-directory (DESIGN.md section 7), and trust is decided before any repo-local code
-runs. Trust is the user's decision, stored outside any project
+project, MCP stdio servers a project manifest declares, `scripted:` replays that
+call tools) runs only in a trusted directory (DESIGN.md sections 7 and 15), and
+trust is decided before any repo-local code runs, for a whole agent tree at once
+(`assembler.agent.trusting.decide_trust`). The directory of the file that runs must
+be trusted, not only the manifest's that names it (`assembler.trust_files` finds
+those files). Trust is the user's decision, stored outside any project
 (`<config dir>/trust.json`), keyed by the resolved directory; a manifest cannot grant
 it and a checkout cannot ship it. Trusting a directory trusts everything beneath it.
 
@@ -12,6 +16,10 @@ Code is looked up in the manifest's directory, then the workspace. Both are proj
 directories, and each one that holds code to run must be trusted: trusting `agents/`
 does not let a module the agent itself wrote into its workspace run next time.
 Installed modules and entry points are the user's own environment and need no trust.
+
+A `TrustDecision` records the manifests and the sha256 of every file of code it
+covered: a build on it later (a sub-agent, an eval task, a reload) runs only code it
+saw, so a file changed during a run needs trust again.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from assembler.agent.services import (
 )
 from assembler.agent.subagents import Team
 from assembler.agent.team import TeamMember, load_team
-from assembler.agent.trusting import TreeTrust, decide_trust
+from assembler.agent.trusting import TreeTrust
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
@@ -112,16 +112,10 @@ def build_agent(
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
     member = team if team is not None else load_team(manifest, env=environment)
-    tree_trust = TreeTrust(
-        decision=decide_trust(
-            member,
-            trust,
-            ask_trust,
-            include_extensions=not (flags and flags.no_extensions),
-            model=model,
-            replays=provider is None,
-        ),
-        ask=ask_trust,
+    tree_trust = TreeTrust.decide(  # for the whole tree, before any of its code runs
+        member,
+        trust,
+        ask_trust,
         include_extensions=not (flags and flags.no_extensions),
         model=model,
         replays=provider is None,

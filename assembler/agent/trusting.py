@@ -119,6 +119,28 @@ class TreeTrust:
     model: str | None = None
     replays: bool = True
 
+    @classmethod
+    def decide(
+        cls,
+        member: TeamMember,
+        trust: bool | TrustDecision | None,
+        ask: TrustPrompt | None = None,
+        *,
+        include_extensions: bool = True,
+        model: str | None = None,
+        replays: bool = True,
+    ) -> TreeTrust:
+        """`decide_trust`, keeping what deciding again on a reload needs."""
+        decision = decide_trust(
+            member,
+            trust,
+            ask,
+            include_extensions=include_extensions,
+            model=model,
+            replays=replays,
+        )
+        return cls(decision, ask, include_extensions, model, replays)
+
     def recheck(self, member: TeamMember, trust: bool | None = None) -> None:
         """See `recheck`: raises `TrustError`, or keeps the (possibly new) decision."""
         self.decision = recheck(

@@ -57,6 +57,19 @@ def page_height() -> int:
     return max(5, shutil.get_terminal_size().lines - 5)
 
 
+def screen_rows(text: str) -> list[str]:
+    """`text` as the rows a terminal shows: each line cut where the terminal would
+    wrap it (after the two-column margin), so a page is a screenful even when one
+    line is thousands of characters long."""
+    width = max(20, shutil.get_terminal_size().columns - 2)
+    rows: list[str] = []
+    for line in text.split("\n"):
+        rows.extend(line[i : i + width] for i in range(0, len(line), width))
+        if not line:
+            rows.append("")
+    return rows
+
+
 class ConsoleApprover:
     """An `Approver` for `Agent.set_approver` that asks through `ask`."""
 
@@ -65,7 +78,7 @@ class ConsoleApprover:
 
     async def __call__(self, request: ApprovalRequest) -> Approval:
         click.echo(err=True)
-        lines = terminal_safe(describe_call(request)).split("\n")
+        lines = screen_rows(terminal_safe(describe_call(request)))
         height = page_height()
         for start in range(0, len(lines), height):
             page = lines[start : start + height]

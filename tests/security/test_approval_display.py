@@ -98,3 +98,29 @@ def test_the_rpc_request_carries_the_full_text() -> None:
 # The same attack over ACP, through a real `assemble acp` and the SDK's client, is
 # tests/acp/test_acp_permissions.py::test_the_request_carries_the_whole_call (its
 # harness lives there).
+
+
+def test_one_very_long_line_is_paged_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single line of 20,000 characters would scroll its start (or its end) off the
+    screen before the question: it is paged by the rows the terminal shows."""
+    monkeypatch.setenv("LINES", "30")
+    monkeypatch.setenv("COLUMNS", "80")
+    command = "echo " + "x" * 20_000 + "; " + HIDDEN
+    request = ApprovalRequest(ToolCall("c2", "bash", {"command": command}), ASK, ())
+    seen: list[tuple[str, str]] = []
+
+    async def ask(question: str) -> str:
+        seen.append((question, capsys.readouterr().err))
+        return "n" if "allow?" in question else ""
+
+    asyncio.run(ConsoleApprover(ask)(request))
+    shown = "".join(output for _, output in seen)
+    assert (
+        "".join(line.removeprefix("? ").strip() for line in shown.splitlines()).count("x" * 20_000)
+        == 1
+    )
+    assert HIDDEN in shown.replace("\n  ", "")
+    assert len(seen) > 20_000 // 80 // 25  # many pages before the question
+    assert all(len(line) <= 80 for _, output in seen for line in output.splitlines())
