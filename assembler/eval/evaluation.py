@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from assembler.agent.team import TeamMember, load_team
 from assembler.errors import UsageError
 from assembler.eval.execute import run_task
-from assembler.eval.progress import Progress
 from assembler.eval.records import ResultsWriter, RunRecord
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
@@ -30,6 +30,14 @@ DEFAULT_CONCURRENCY = 4
 RESULTS_DIRECTORY = "eval-results"
 
 
+class ProgressSink(Protocol):
+    """Who hears of each run as it is recorded (`eval.progress.Progress` draws it)."""
+
+    def update(self, record: RunRecord) -> None: ...
+
+    def end(self) -> None: ...
+
+
 class Executor(Protocol):
     async def run(self, request: RunRequest) -> RunRecord: ...
 
@@ -37,14 +45,21 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Runs in this process, on this event loop, with the manifest loaded once."""
+    """Runs in this process, on this event loop, with the manifest and its team of
+    sub-agents loaded once per evaluation."""
 
-    def __init__(self, manifest: Manifest, trust: TrustDecision | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        team: TeamMember | None = None,
+        trust: TrustDecision | None = None,
+    ) -> None:
         self.manifest = manifest
+        self.team = team if team is not None else load_team(manifest)
         self.trust = trust
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest, trust=self.trust)
+        return await run_task(request, manifest=self.manifest, team=self.team, trust=self.trust)
 
     async def aclose(self) -> None:
         return None
@@ -63,7 +78,7 @@ async def drive(
     *,
     concurrency: int,
     writer: ResultsWriter,
-    progress: Progress,
+    progress: ProgressSink,
     tally: Tally | None = None,
 ) -> None:
     """Run every request, `concurrency` at a time, recording each as it finishes."""
@@ -92,17 +107,20 @@ async def evaluate(
     scheduler: str | None,
     concurrency: int | None,
     writer: ResultsWriter,
-    progress: Progress,
+    progress: ProgressSink,
     tally: Tally | None = None,
+    team: TeamMember | None = None,
     trust: TrustDecision | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
-    the results file is opened once the executor is ready. `trust` is the decision
-    for the agent tree (`assembler.agent.trusting.decide_trust`) every task builds on."""
+    the results file is opened once the executor is ready. `team`: the manifest's
+    sub-agent tree when the caller loaded it already (in process it is loaded once).
+    `trust` is the decision for the agent tree (`assembler.agent.trusting.decide_trust`)
+    every task builds on."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     if scheduler is None:
-        executor = LocalExecutor(manifest, trust)
+        executor = LocalExecutor(manifest, team, trust)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor

@@ -26,7 +26,8 @@ from typing import Any
 
 from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
-from assembler.agent.team import load_team
+from assembler.agent.model_choice import default_label
+from assembler.agent.team import TeamMember, load_team
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
@@ -59,11 +60,9 @@ _ARGUMENT_KEYS = ("path", "command", "pattern", "query", "url")
 
 
 def model_label(request: RunRequest, manifest: Manifest) -> str:
-    """The model a run uses, as `provider:name`: the request's, else the manifest's."""
-    if request.model:
-        return request.model
-    spec = manifest.model
-    return f"{spec.provider}:{spec.name}" if spec is not None else ""
+    """The model a run uses, as `provider:name`: the request's, else the manifest's,
+    else the user's default."""
+    return request.model or default_label(manifest)
 
 
 @dataclass
@@ -155,12 +154,14 @@ async def run_task(
     *,
     manifest: Manifest | None = None,
     worker: str = "local",
+    team: TeamMember | None = None,
     trust: TrustDecision | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
-    `manifest`: the agent, already loaded and validated (in process it is loaded once
-    per evaluation); without it, it is loaded from `request.manifest`. `trust`: the
+    `manifest`: the agent, already loaded and validated, and `team` its sub-agent tree
+    (in process both are loaded once per evaluation); without them, they are loaded
+    from `request.manifest` (a Dask worker, for each run it is given). `trust`: the
     decision made for the whole agent tree before any task started; the agent is
     built on it (without it, the user's trust store decides, and nobody is asked).
     """
@@ -169,7 +170,7 @@ async def run_task(
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, trust)
+            await _attempt(run, scratch, manifest, team, trust)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -186,13 +187,18 @@ async def run_task(
 
 
 async def _attempt(
-    run: _Run, scratch: Path, manifest: Manifest | None, trust: TrustDecision | None
+    run: _Run,
+    scratch: Path,
+    manifest: Manifest | None,
+    team: TeamMember | None,
+    trust: TrustDecision | None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
-    if manifest is None:
+    if manifest is None or team is None:
         with BUILD_LOCK:
-            manifest = load_manifest(request.manifest)
+            manifest = manifest or load_manifest(request.manifest)
+            team = load_team(manifest)
     run.model = model_label(request, manifest)
     mark = time.perf_counter()
     # File copying and hashing wait on the disk: in a thread, so other runs' models and
@@ -206,7 +212,7 @@ async def _attempt(
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, manifest, workspace, trust)
+            agent = _build(request, team, workspace, trust)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -255,11 +261,11 @@ async def _remove(scratch: Path) -> None:
 
 
 def _build(
-    request: RunRequest, manifest: Manifest, workspace: Path, trust: TrustDecision | None
+    request: RunRequest, team: TeamMember, workspace: Path, trust: TrustDecision | None
 ) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
     the task's workspace moved there too; its code must be what `trust` covered."""
-    team = rebase_team(load_team(manifest), manifest.workspace, workspace)
+    team = rebase_team(team, team.manifest.workspace, workspace)
     return build_agent(
         team.manifest,
         model=request.model,
