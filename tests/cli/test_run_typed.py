@@ -50,7 +50,7 @@ def test_the_task_runs_without_p_and_stdout_is_the_object_alone(
 ) -> None:
     out = agent.parent / "out" / "triage.json"
     result = assemble(
-        capsys, "run", str(agent), "--no-session", "--param", "issue_url=https://x/1",
+        capsys, "run", str(agent), "--trust", "--no-session", "--param", "issue_url=https://x/1",
         "--param", "max_labels=2", "--output-file", str(out),
     )  # fmt: skip
     assert result.code == 0, result.err
@@ -64,7 +64,7 @@ def test_every_parameter_problem_in_one_error_before_the_model(
 ) -> None:
     (agent.parent / "script.yaml").write_text("[]\n")  # a request would fail differently
     result = assemble(
-        capsys, "run", str(agent), "--no-session", "--param", "max_labels=many",
+        capsys, "run", str(agent), "--trust", "--no-session", "--param", "max_labels=many",
         "--param", "severity_floor=urgent", "--param", "colour=red", "--param", "oops",
     )  # fmt: skip
     assert result.code == 1
@@ -84,7 +84,7 @@ def test_params_from_a_file_and_param_wins(agent: Path, capsys: pytest.CaptureFi
     values = agent.parent / "values.json"
     values.write_text('{"issue_url": "https://x/2", "max_labels": 0}')
     result = assemble(
-        capsys, "run", str(agent), "--no-session", "--json", "--params", str(values),
+        capsys, "run", str(agent), "--trust", "--no-session", "--json", "--params", str(values),
         "--param", "max_labels=1",
     )  # fmt: skip
     assert result.code == 0, result.err
@@ -101,7 +101,7 @@ def test_an_answer_that_stays_invalid_exits_3(
     wrong = "- tool_calls: [{name: final_answer, arguments: {labels: bug, priority: p1}}]\n"
     (agent.parent / "script.yaml").write_text(wrong * 2)
     result = assemble(
-        capsys, "run", str(agent), "--no-session", "--param", "issue_url=u", "-p", "go"
+        capsys, "run", str(agent), "--trust", "--no-session", "--param", "issue_url=u", "-p", "go"
     )  # fmt: skip
     assert result.code == 3
     assert result.out == ""
@@ -114,7 +114,7 @@ def test_an_answer_that_stays_invalid_exits_3(
 def test_p_output_pipes_into_json_tool(agent: Path) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "assembler", "run", str(agent), "--no-session",
+        [sys.executable, "-m", "assembler", "run", str(agent), "--trust", "--no-session",
          "--params", "-", "--model", "scripted:script.yaml"],
         input='{"issue_url": "https://x/3"}', capture_output=True, text=True, env=env, check=False,
         cwd=agent.parent, timeout=60,

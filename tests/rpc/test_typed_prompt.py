@@ -34,7 +34,15 @@ def test_prompt_with_params_runs_the_task_and_returns_the_output(tmp_path: Path)
         {"id": 3, "method": "shutdown"},
     ]
     process = subprocess.run(
-        [sys.executable, "-m", "assembler", "rpc", str(tmp_path / "agent.yaml"), "--no-session"],
+        [
+            sys.executable,
+            "-m",
+            "assembler",
+            "rpc",
+            str(tmp_path / "agent.yaml"),
+            "--trust",
+            "--no-session",
+        ],
         input="".join(json.dumps(r) + "\n" for r in requests),
         capture_output=True,
         text=True,
