@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assembler.messages import ToolSchema
+    from assembler.sandbox.runtime import Sandbox
+    from assembler.tools.processes import ProcessScope
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_MAX_OUTPUT_LINES = 2000
@@ -42,7 +44,9 @@ class ToolContext:
     skill directories, since the prompt tells the model to read a skill's file before
     following it. While the runner executes a call, `call_id` is the call's id and
     `emit` sends events to the run's stream before the call ends (a sub-agent's work,
-    as `runner.events.SubagentEvent`s); None when nobody listens.
+    as `runner.events.SubagentEvent`s); None when nobody listens. `sandbox` confines
+    every process a tool starts (None: unconfined); `processes` is the agent's
+    `ProcessScope`, which its close stops (background jobs included).
     """
 
     workspace: Path
@@ -53,6 +57,8 @@ class ToolContext:
     call_id: str = ""
     emit: Callable[[object], None] | None = None
     read_roots: tuple[Path, ...] = ()
+    sandbox: Sandbox | None = None
+    processes: ProcessScope | None = None
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]
