@@ -42,7 +42,7 @@ from assembler.agent.services import (
 from assembler.agent.subagents import Team
 from assembler.agent.team import TeamMember, load_team
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.manifest.model import Manifest, MCPToolSet, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
@@ -50,6 +50,9 @@ from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
+from assembler.sandbox.runtime import Sandbox
+from assembler.sandbox.spec import SandboxSpec
+from assembler.sandbox.support import require as require_sandbox
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
@@ -105,6 +108,8 @@ def build_agent(
 
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
+    for sandbox in (manifest.sandbox, *_server_sandboxes(manifest)):  # nor without its sandbox
+        require_sandbox(sandbox, manifest.path)
     member = team if team is not None else load_team(manifest, env=environment)
     check_trust(
         manifest,
@@ -146,6 +151,7 @@ def build_agent(
 
     # 4. the runner
     limits = manifest.limits
+    assembly.sandbox = Sandbox.start(manifest.sandbox, manifest.workspace.resolve(), manifest.path)
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
         provider=traced,
@@ -162,6 +168,8 @@ def build_agent(
                 also_secret=key_variables(manifest, choice),
             ),
             read_roots=skill_directories(manifest, flags, snapshot),
+            sandbox=assembly.sandbox,
+            processes=assembly.processes,
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
@@ -211,6 +219,12 @@ def _session(
         else open_session(session_store(manifest, directory), manifest, session)
     )
     return opened.fork(fork) if fork is not None else opened
+
+
+def _server_sandboxes(manifest: Manifest) -> list[SandboxSpec]:
+    """The sandboxes MCP stdio servers declare for themselves."""
+    servers = [s.server for s in manifest.tools.sets if isinstance(s, MCPToolSet)]
+    return [server.sandbox for server in servers if server.sandbox is not None]
 
 
 def _known_window(choice: ModelChoice | None) -> int | None:

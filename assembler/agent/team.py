@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from assembler.errors import Issue, ManifestError, UsageError
 from assembler.manifest.model import AgentToolSet, Manifest
+from assembler.sandbox.spec import for_child
 from assembler.tools.base import Tool, ToolFunction
 from assembler.validation.agent_tree import Lineage, describe_chain
 from assembler.validation.validator import validate_file
@@ -109,10 +110,27 @@ def _member(
         child = report.manifest
         if spec.workspace == "inherit":
             child = replace(child, workspace=manifest.workspace)
+        child = _with_parent_sandbox(manifest, child)
         name = spec.tool_name(child)
         member = _member(child, f"{path}/{name}", child_lineage, env, unset_variables)
         delegates.append(Delegate(spec, name, spec.tool_description(child), member))
     return TeamMember(manifest, path, tuple(delegates))
+
+
+def _with_parent_sandbox(parent: Manifest, child: Manifest) -> Manifest:
+    """`child` with the sandbox it runs in: the parent's when it declares none, its own
+    (hiding what the parent hides) when that only narrows the parent's; refused
+    (`ManifestError`) when it would widen it."""
+    sandbox, problems = for_child(parent.sandbox, parent.workspace, child.sandbox, child.workspace)
+    if problems:
+        message = "a sub-agent may only narrow its parent's sandbox: " + "; ".join(problems)
+        issue = (
+            child.source.issue(("sandbox",), message)
+            if child.source is not None
+            else Issue(str(child.path), message=message)
+        )
+        raise ManifestError([issue])
+    return replace(child, sandbox=sandbox)
 
 
 def _issue(manifest: Manifest, index: int, message: str) -> Issue:

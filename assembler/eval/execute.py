@@ -220,6 +220,7 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
         calls=list(run.observed.calls.values()),
         before=before,
         check_timeout=request.check_timeout,
+        sandbox=manifest.sandbox,
     )
     run.timings["checks"] = time.perf_counter() - mark
 

@@ -109,6 +109,8 @@ def rebase_team(member: TeamMember, old: Path, new: Path) -> TeamMember:
     workspace = Path(os.path.normpath(manifest.workspace.absolute()))
     if workspace.is_relative_to(old):
         manifest = rebase(manifest, new / workspace.relative_to(old))
+    if manifest.sandbox is not None:  # a sandbox inherited from an agent in `old` moves too
+        manifest = replace(manifest, sandbox=manifest.sandbox.moved(old, new))
     delegates = tuple(replace(d, member=rebase_team(d.member, old, new)) for d in member.delegates)
     return replace(member, manifest=manifest, delegates=delegates)
 

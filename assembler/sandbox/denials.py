@@ -40,8 +40,8 @@ def denial_note(
         return None
     return (
         f"[sandbox: this command runs confined ({reach}); the kernel refuses anything "
-        "outside that with EACCES/EPERM (\"Permission denied\", \"Operation not "
-        "permitted\", \"Invalid cross-device link\") and cuts connections the sandbox does "
+        'outside that with EACCES/EPERM ("Permission denied", "Operation not '
+        'permitted", "Invalid cross-device link") and cuts connections the sandbox does '
         "not allow. If that is what failed above, retrying or sudo will not help: work "
         "inside the writable paths, or say what you need.]"
     )
@@ -49,9 +49,8 @@ def denial_note(
 
 def _reach(shown: Mapping[str, Any]) -> str:
     parts = [f"filesystem: {shown.get('filesystem')}"]
-    writable = [w for w in shown.get("writable", []) if not str(w).startswith("(")]
     if shown.get("filesystem") not in (None, "off"):
-        places = ", ".join([*writable, "$TMPDIR"])
+        places = ", ".join(str(w) for w in shown.get("writable", []))
         parts.append(f"writable: {places}")
     network = shown.get("network")
     if network == "allow":

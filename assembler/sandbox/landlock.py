@@ -162,7 +162,7 @@ def _grant(ruleset: int, path: str, access: int, hidden: tuple[str, ...]) -> int
     for entry in entries:
         if entry.is_symlink():
             continue  # what it leads to is granted (or not) where it is
-        added += _grant(ruleset, prefix + entry.name, access, below)
+        added += _grant(ruleset, prefix + entry.name, access, tuple(below))
     return added
 
 

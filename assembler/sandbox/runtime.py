@@ -14,7 +14,6 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,17 @@ from assembler.sandbox.policy import Policy
 from assembler.sandbox.proxy import FilteringProxy
 from assembler.sandbox.spec import Reach, SandboxSpec
 from assembler.sandbox.support import require
+from assembler.sandbox.view import describe
 
 TEMP_PREFIX = "assembler-sandbox-"
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+_PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 
 
 class Sandbox:
@@ -44,9 +51,7 @@ class Sandbox:
         self._closed = False
 
     @classmethod
-    def start(
-        cls, spec: SandboxSpec | None, workspace: Path, manifest: Path
-    ) -> Sandbox | None:
+    def start(cls, spec: SandboxSpec | None, workspace: Path, manifest: Path) -> Sandbox | None:
         """The sandbox `spec` asks for, ready to use; None for no sandbox at all.
         `SandboxError` when this machine cannot give it (nothing has run yet)."""
         if spec is None or not spec.confines:
@@ -72,7 +77,7 @@ class Sandbox:
     def proxy(self) -> FilteringProxy | None:
         return self._proxy
 
-    def policy(self, env: Mapping[str, str] | None = None) -> Policy:
+    def policy(self) -> Policy:
         """The policy of one process the agent starts now."""
         if self._closed:
             raise SandboxError("the agent's sandbox was closed")
@@ -127,24 +132,3 @@ class Sandbox:
             if self._temp is None or not os.path.isdir(self._temp):
                 self._temp = os.path.realpath(tempfile.mkdtemp(prefix=TEMP_PREFIX))
             return self._temp
-
-
-def describe(spec: SandboxSpec | None, reach: Reach | None) -> dict[str, Any]:
-    """`{filesystem, network, writable, hidden, allow_hosts}` of a sandbox; `{filesystem:
-    off, network: on}` for none."""
-    if spec is None or reach is None or not spec.confines:
-        return {"filesystem": "off", "network": "on"}
-    shown: dict[str, Any] = {"filesystem": reach.filesystem, "network": reach.network}
-    if reach.filesystem != "off":
-        shown["writable"] = [*reach.writable, "(a private temporary directory: $TMPDIR)"]
-        shown["hidden"] = list(reach.hidden)
-    if reach.network == "allow":
-        shown["allow_hosts"] = [str(h) for h in reach.hosts]
-    if spec.unconfined:
-        shown["unconfined"] = list(spec.unconfined)
-    return shown
-
-
-def elapsed_mark() -> float:
-    """A mark for `Sandbox.denied_since`."""
-    return time.monotonic()

@@ -58,7 +58,9 @@ class Arch:
 ARCHES = {
     # init_module, delete_module, finit_module, kexec_load, kexec_file_load,
     # add_key, request_key, keyctl
-    "x86_64": Arch(0xC000003E, 41, 76, (175, 176, 313, 246, 320, 248, 249, 250), x32_bit=0x40000000),
+    "x86_64": Arch(
+        0xC000003E, 41, 76, (175, 176, 313, 246, 320, 248, 249, 250), x32_bit=0x40000000
+    ),
     "aarch64": Arch(0xC00000B7, 198, 45, (105, 106, 273, 104, 294, 217, 218, 219)),
 }
 

@@ -112,12 +112,14 @@ class SandboxSpec:
 
     @classmethod
     def from_data(cls, raw: Mapping[str, Any]) -> SandboxSpec:
-        """From the validated mapping (the schema checked every type)."""
-        filesystem = raw["filesystem"]
-        default_network: Network = "on" if filesystem == "off" else "off"
+        """From the validated mapping (the schema checked every type). YAML reads an
+        unquoted `off` as false and `on` as true: they mean `off` and `on` here."""
+        filesystem: Filesystem = _word(raw["filesystem"])  # type: ignore[assignment]
+        default: Network = "on" if filesystem == "off" else "off"
+        network: Network = _word(raw.get("network", default))  # type: ignore[assignment]
         return cls(
             filesystem=filesystem,
-            network=raw.get("network", default_network),
+            network=network,
             writable=tuple(raw.get("writable", ())),
             hidden=tuple(raw.get("hidden", ())),
             allow_hosts=tuple(raw.get("allow_hosts", ())),
@@ -167,6 +169,30 @@ class SandboxSpec:
         return self
 
 
+def for_child(
+    parent: SandboxSpec | None,
+    parent_workspace: Path,
+    child: SandboxSpec | None,
+    child_workspace: Path,
+) -> tuple[SandboxSpec | None, list[str]]:
+    """The sandbox a sub-agent runs in, and how its own block widens its parent's
+    (a `validate` error; the agent is not built). A child without a block inherits the
+    parent's, paths meaning what they meant for the parent; a child with one keeps
+    it, and hides what the parent hid too. Under an unconfined parent the child's own
+    block (or none) applies."""
+    if parent is None or not parent.confines:
+        return child, []
+    if child is None:
+        return parent.inherited_by(parent_workspace), []
+    problems = child.resolve(child_workspace).widens(parent.resolve(parent_workspace))
+    base = parent.anchor or parent_workspace
+    hidden = tuple(
+        h if h.startswith(("~", "/")) else os.path.normpath(os.path.join(base, h))
+        for h in parent.hidden
+    )
+    return child.with_hidden(hidden), problems
+
+
 @dataclass(frozen=True)
 class Reach:
     """A spec resolved for one workspace: absolute paths, parsed hosts."""
@@ -191,6 +217,14 @@ class Reach:
             extra = [h for h in self.hosts if not any(p.covers(h) for p in parent.hosts)]
             problems += [f"`allow_hosts` has {h}, which the parent does not allow" for h in extra]
         return problems
+
+
+def _word(value: object) -> str:
+    if value is False:
+        return "off"
+    if value is True:
+        return "on"
+    return str(value)
 
 
 def expand(path: str, base: Path, home: str) -> str:

@@ -67,11 +67,19 @@ class Support:
         return [
             ("platform", self.platform),
             ("landlock", landlock_state),
-            ("seccomp", f"yes ({self.seccomp_arch})" if self.seccomp and self.seccomp_arch
-             else "not available"),
+            (
+                "seccomp",
+                f"yes ({self.seccomp_arch})"
+                if self.seccomp and self.seccomp_arch
+                else "not available",
+            ),
             ("user namespaces", "yes" if self.user_namespaces else "no"),
-            ("running as", "root (capabilities are dropped in the sandbox)" if self.root
-             else "an ordinary user"),
+            (
+                "running as",
+                "root (capabilities are dropped in the sandbox)"
+                if self.root
+                else "an ordinary user",
+            ),
             ("bubblewrap", self.bwrap or "not installed (not needed)"),
         ]
 

@@ -43,10 +43,10 @@ from assembler.tools.command_supervisor import (
     MAX_REQUEST,
     PR_SET_DUMPABLE,
     Worker,
-    libc,
     become_subreaper,
     children_by_parent,
     descendants,
+    libc,
 )
 
 #: Seconds between checks that the parent is still alive (besides end-of-file).
@@ -208,18 +208,20 @@ def serve(channel: socket.socket) -> int:
         pool.retire()
         if pool.spare is None:
             pool.fork_spare()
-        ready, _, _ = select.select([channel, wake_read, *pool.links()], [], [], PARENT_CHECK)
+        links = {link.fileno(): link for link in pool.links()}
+        waiting = [channel.fileno(), wake_read, *links]
+        ready, _, _ = select.select(waiting, [], [], PARENT_CHECK)
         if os.getppid() != parent:
             return 0
-        for source in ready:
-            if source == wake_read:
+        for fd in ready:
+            if fd == wake_read:
                 with contextlib.suppress(OSError):
                     os.read(wake_read, 512)
-            elif source is channel:
+            elif fd == channel.fileno():
                 if not _request(channel, pool):
                     return 0
-            elif isinstance(source, socket.socket):
-                pool.on_link(source)
+            elif fd in links:
+                pool.on_link(links[fd])
 
 
 def _request(channel: socket.socket, pool: Pool) -> bool:
