@@ -116,7 +116,7 @@ def check_agent_tree(
             report = validate(
                 target,
                 lineage=Lineage(
-                    chain, remaining - 1, limited_by, effective_sandbox(ctx, lineage.sandbox)
+                    chain, remaining - 1, limited_by, effective_sandbox(ctx, lineage.sandbox, item)
                 ),
             )
             yield from report.issues

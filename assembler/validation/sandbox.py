@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,18 @@ from assembler.sandbox.spec import (
 )
 from assembler.validation.context import CheckContext, exists, items, mapping
 
-#: The parent's effective sandbox and workspace, as a sub-agent is checked against.
-ParentSandbox = tuple[SandboxSpec, Path]
+
+@dataclass(frozen=True)
+class ParentSandbox:
+    """What a sub-agent is checked against: its parent's effective sandbox and
+    workspace, and whether the sub-agent works there too (`workspace: inherit`)."""
+
+    spec: SandboxSpec
+    workspace: Path
+    shared_workspace: bool = False
+
+    def child_workspace(self, ctx: CheckContext) -> Path:
+        return self.workspace if self.shared_workspace else ctx.workspace()
 
 
 def own_sandbox(data: Mapping[str, Any]) -> SandboxSpec | None:
@@ -38,14 +49,19 @@ def own_sandbox(data: Mapping[str, Any]) -> SandboxSpec | None:
     return _spec(data.get("sandbox"))
 
 
-def effective_sandbox(ctx: CheckContext, parent: ParentSandbox | None) -> ParentSandbox | None:
-    """What this manifest's sub-agents are checked against: its own block, or the one
-    it inherited."""
+def effective_sandbox(
+    ctx: CheckContext, parent: ParentSandbox | None, entry: Mapping[str, Any]
+) -> ParentSandbox | None:
+    """What the sub-agent of `entry` (an `agent:` tool set of this manifest) is checked
+    against: this manifest's own block, or the one it inherited."""
     mine = own_sandbox(ctx.data)
-    if parent is None:
-        return (mine, ctx.workspace()) if mine is not None else None
-    spec, _ = for_child(parent[0], parent[1], mine, ctx.workspace())
-    return (spec, ctx.workspace()) if spec is not None else None
+    workspace = parent.child_workspace(ctx) if parent is not None else ctx.workspace()
+    spec = mine
+    if parent is not None:
+        spec, _ = for_child(parent.spec, parent.workspace, mine, workspace)
+    if spec is None:
+        return None
+    return ParentSandbox(spec, workspace, entry.get("workspace") == "inherit")
 
 
 def check_sandbox(ctx: CheckContext, parent: ParentSandbox | None = None) -> Iterator[Issue]:
@@ -64,13 +80,14 @@ def check_sandbox(ctx: CheckContext, parent: ParentSandbox | None = None) -> Ite
             yield from _check_block(ctx, block, ("tools", "sets", index, "mcp", "sandbox"))
     spec = _spec(raw)
     if parent is not None and spec is not None:
-        _, problems = for_child(parent[0], parent[1], spec, ctx.workspace())
+        workspace = parent.child_workspace(ctx)
+        _, problems = for_child(parent.spec, parent.workspace, spec, workspace)
         for problem in problems:
             yield ctx.issue(
                 ("sandbox",),
                 f"a sub-agent may only narrow its parent's sandbox: {problem}",
             )
-    confined = spec if spec is not None else (parent[0] if parent is not None else None)
+    confined = spec if spec is not None else (parent.spec if parent is not None else None)
     if confined is not None and confined.confines:
         yield from _check_python_tools(ctx, spec.unconfined if spec is not None else ())
 
