@@ -10,9 +10,7 @@ from typing import Any
 import click
 
 
-@click.command(
-    epilog="\b\nExamples:\n  assemble doctor\n  assemble doctor agents/shipping-fixer.yaml"
-)
+@click.command(epilog="\b\nExample:\n  assemble doctor agents/shipping-fixer.yaml")
 @click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--format",
