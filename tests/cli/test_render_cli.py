@@ -21,8 +21,8 @@ import pytest
 from clirun import assemble
 
 from assembler.agent.build import build_agent
-from assembler.testing import ScriptedModel
 from assembler.sandbox.spec import DEFAULT_HIDDEN
+from assembler.testing import ScriptedModel
 from assembler.validation.load import load_manifest
 
 SNAPSHOT = (
