@@ -203,6 +203,7 @@ _BASH_NOTES = (
     "[killed by signal",
     "[output truncated",
     "[the command exited but",
+    "[sandbox: ",
 )
 
 

@@ -51,13 +51,16 @@ class Sandbox:
         self._closed = False
 
     @classmethod
-    def start(cls, spec: SandboxSpec | None, workspace: Path, manifest: Path) -> Sandbox | None:
+    def start(
+        cls, spec: SandboxSpec | None, workspace: Path, manifest: Path, *, home: str | None = None
+    ) -> Sandbox | None:
         """The sandbox `spec` asks for, ready to use; None for no sandbox at all.
-        `SandboxError` when this machine cannot give it (nothing has run yet)."""
+        `SandboxError` when this machine cannot give it (nothing has run yet). `home`
+        is what `~` means (default: the user's home)."""
         if spec is None or not spec.confines:
             return None
         require(spec, manifest)
-        sandbox = cls(spec, workspace)
+        sandbox = cls(spec, workspace, home=home)
         if spec.network == "allow":
             sandbox._start_proxy(manifest)
         return sandbox
