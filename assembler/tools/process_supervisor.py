@@ -8,8 +8,8 @@ Its stdin is a Unix socket: one message per command (JSON with the command, its
 sandbox policy and that policy's `key`, plus the command's three pipes attached). It
 gives the message to an idle command supervisor (`command_supervisor.Worker`) that
 already runs commands of the same sandbox, or to the spare it keeps forked ahead,
-which then takes that sandbox on; it forks the next spare while the command runs.
-So a command costs a hand-over and a `vfork`, not a new Python process.
+which then takes that sandbox on; it forks the next spare once it has nothing else to
+do. So a command costs a hand-over and a `vfork`, not a new Python process.
 
 It is a child subreaper too, and not dumpable: a command supervisor that dies (killed
 from outside) leaves its command's processes to it, and it kills every process it
@@ -55,6 +55,8 @@ PARENT_CHECK = 0.5
 IDLE_RETIRE = 30.0
 #: Idle command supervisors kept per sandbox.
 MAX_IDLE = 2
+#: Seconds without a request before the next spare is forked.
+SPARE_DELAY = 0.02
 
 
 @dataclass
@@ -92,7 +94,9 @@ class Pool:
                 os.open(os.devnull, os.O_RDWR)  # descriptor 0 again: 0-2 stay taken
                 for fd in self.wake:
                     os.close(fd)
-                code = Worker().serve(theirs)
+                worker = Worker()
+                worker.warm()
+                code = worker.serve(theirs)
             finally:
                 os._exit(code)
         theirs.close()
@@ -106,7 +110,7 @@ class Pool:
             return
         for _ in range(2):
             handle = self._idle(key) or self.spare
-            if handle is None:
+            if handle is None:  # two new sandboxes in a row: fork one now
                 self.fork_spare()
                 continue
             try:
@@ -206,13 +210,16 @@ def serve(channel: socket.socket) -> int:
         if exited:
             pool.kill_strays()
         pool.retire()
-        if pool.spare is None:
-            pool.fork_spare()
         links = {link.fileno(): link for link in pool.links()}
         waiting = [channel.fileno(), wake_read, *links]
-        ready, _, _ = select.select(waiting, [], [], PARENT_CHECK)
+        # The next spare is forked once nothing happened for a moment: forking while
+        # a command starts would take the CPU it needs.
+        pause = SPARE_DELAY if pool.spare is None else PARENT_CHECK
+        ready, _, _ = select.select(waiting, [], [], pause)
         if os.getppid() != parent:
             return 0
+        if not ready and pool.spare is None:
+            pool.fork_spare()
         for fd in ready:
             if fd == wake_read:
                 with contextlib.suppress(OSError):
