@@ -87,13 +87,15 @@ class Pool:
             try:
                 gc.disable()  # a collection would touch (copy) every page of the parent's
                 signal.set_wakeup_fd(-1)
-                self.channel.close()
-                ours.close()
-                for handle in self.handles.values():
-                    handle.link.close()
-                os.open(os.devnull, os.O_RDWR)  # descriptor 0 again: 0-2 stay taken
-                for fd in self.wake:
-                    os.close(fd)
+                # Nothing of the long-lived one's: its socket, the other links, and the
+                # pipes of a request it may be holding right now (a command's output
+                # must close when the command's processes are gone).
+                keep = theirs.fileno()
+                os.closerange(0, keep)
+                os.closerange(keep + 1, 1 << 20)
+                os.open(os.devnull, os.O_RDWR)  # descriptors 0, 1 and 2 stay taken
+                while os.dup(0) < 2:
+                    pass
                 worker = Worker()
                 worker.warm()
                 code = worker.serve(theirs)
