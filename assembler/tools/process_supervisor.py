@@ -53,8 +53,10 @@ from assembler.tools.command_supervisor import (
 PARENT_CHECK = 0.5
 #: Seconds an idle command supervisor is kept for the next command of its sandbox.
 IDLE_RETIRE = 30.0
-#: Idle command supervisors kept per sandbox.
+#: Idle command supervisors kept per sandbox, and in all (an evaluation makes a
+#: sandbox per task: the oldest idle ones go first).
 MAX_IDLE = 2
+MAX_IDLE_TOTAL = 8
 #: Seconds without a request before the next spare is forked.
 SPARE_DELAY = 0.02
 
@@ -149,15 +151,14 @@ class Pool:
     def retire(self) -> None:
         """Close the links of command supervisors idle too long or too many."""
         now = time.monotonic()
-        by_key: dict[str | None, list[_Handle]] = {}
-        for handle in self.handles.values():
-            if handle.key is not None and not handle.busy:
-                by_key.setdefault(handle.key, []).append(handle)
-        for idle in by_key.values():
-            idle.sort(key=lambda h: h.idle_since, reverse=True)
-            for index, handle in enumerate(idle):
-                if index >= MAX_IDLE or now - handle.idle_since > IDLE_RETIRE:
-                    self._drop(handle)
+        idle = [h for h in self.handles.values() if h.key is not None and not h.busy]
+        idle.sort(key=lambda h: h.idle_since, reverse=True)
+        per_key: dict[str | None, int] = {}
+        for position, handle in enumerate(idle):
+            per_key[handle.key] = per_key.get(handle.key, 0) + 1
+            too_many = per_key[handle.key] > MAX_IDLE or position >= MAX_IDLE_TOTAL
+            if too_many or now - handle.idle_since > IDLE_RETIRE:
+                self._drop(handle)
 
     def _drop(self, handle: _Handle) -> None:
         """Forget a command supervisor (closing the link makes an idle one exit)."""

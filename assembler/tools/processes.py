@@ -111,7 +111,8 @@ class _Command:
 
     def forget(self) -> None:
         RUNNING.discard(self.key)
-        _commands.pop(self.key, None)
+        with _lock:
+            _commands.pop(self.key, None)
         if self.scope is not None:
             self.scope.discard(self)
         for fd in (self.control, self.watch):
