@@ -6,9 +6,9 @@
   from /proc), interleaved.
 - The sandbox per call: the same call in `workspace-write` + `network: off`, paired
   with an unconfined call (unconfined, then confined, alternately), in sessions of
-  1, 10, 100 and 1,000 calls (each session a fresh agent sandbox, whose first call
-  confines a command supervisor; 0.2 s before it stand for the model's first answer),
-  to show the cost per call stays flat.
+  1, 10, 100 and 1,000 calls (each session a fresh agent sandbox, which a command
+  supervisor takes on when it is made, as `build_agent` has it do; 0.2 s before the
+  first call stand for the model's first answer), to show the cost per call stays flat.
 - The mechanism, for the decision: starting `bash -c true` under bubblewrap with a
   private network and mount namespace (what Claude Code does), against plain
   `bash -c true`, both with `subprocess.run`; and making the private network
@@ -43,6 +43,7 @@ from assembler.sandbox.runtime import Sandbox
 from assembler.sandbox.spec import HostRule, SandboxSpec
 from assembler.tools.base import ToolContext
 from assembler.tools.builtin.bash import BASH_TOOL
+from assembler.tools.processes import prepare_sandbox
 from assembler.tools.supervisor_client import HOST
 
 QUICK = "--quick" in sys.argv
@@ -146,11 +147,13 @@ def bench_sessions(ws: Path) -> list[tuple[str, str]]:
         differences, confined_times, plain_times = [], [], []
         repeats = max(1, 100 // size) if size < 100 else 1
         for _ in range(repeats):
-            # A new agent's first command comes after a model's answer at the earliest:
-            # the pause stands for it (the supervisor forks its next spare meanwhile).
-            time.sleep(0.2)
+            # As `build_agent` does: the sandbox, then a command supervisor told to take
+            # it on. A new agent's first command comes after a model's answer at the
+            # earliest: the pause stands for it.
             sandbox = Sandbox.start(CONFINED, ws, ws / "agent.yaml")
             assert sandbox is not None
+            prepare_sandbox(sandbox.policy().to_dict())
+            time.sleep(0.2)
             boxed = ToolContext(workspace=ws, sandbox=sandbox)
             for _ in range(size):
                 a = _timed(loop, plain)

@@ -42,7 +42,7 @@ from assembler.agent.services import (
 from assembler.agent.subagents import Team
 from assembler.agent.team import TeamMember, load_team
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest, MCPToolSet, PermissionsSpec
+from assembler.manifest.model import BuiltinToolSet, Manifest, MCPToolSet, PermissionsSpec
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
@@ -55,7 +55,9 @@ from assembler.sandbox.spec import SandboxSpec
 from assembler.sandbox.support import require as require_sandbox
 from assembler.sessions.store import Session
 from assembler.tools.base import ToolContext
+from assembler.tools.builtin.names import BUILTIN_SETS
 from assembler.tools.environment import tool_environment
+from assembler.tools.processes import prepare_sandbox
 from assembler.trust import TrustPrompt, check_trust
 from assembler.validation.load import load_manifest
 
@@ -152,6 +154,8 @@ def build_agent(
     # 4. the runner
     limits = manifest.limits
     assembly.sandbox = Sandbox.start(manifest.sandbox, manifest.workspace.resolve(), manifest.path)
+    if assembly.sandbox is not None and _runs_commands(manifest):
+        prepare_sandbox(assembly.sandbox.policy().to_dict())
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
         provider=traced,
@@ -219,6 +223,16 @@ def _session(
         else open_session(session_store(manifest, directory), manifest, session)
     )
     return opened.fork(fork) if fork is not None else opened
+
+
+def _runs_commands(manifest: Manifest) -> bool:
+    """Whether the agent has `bash` (so its sandbox is worth preparing at build)."""
+    for tool_set in manifest.tools.sets:
+        if isinstance(tool_set, BuiltinToolSet):
+            names = [m for n in tool_set.names for m in BUILTIN_SETS.get(n, (n,))]
+            if "bash" in names and (tool_set.allow is None or "bash" in tool_set.allow):
+                return True
+    return False
 
 
 def _server_sandboxes(manifest: Manifest) -> list[SandboxSpec]:

@@ -230,7 +230,7 @@ class Worker:
         sink = os.open(os.devnull, os.O_WRONLY)
         try:
             os.waitpid(spawn(["true"], "/", {"PATH": "/usr/bin:/bin"}, sink), 0)
-            prepare(Policy("read-only", "off", readable=("/dev",), hidden=("/dev/shm",))).close()
+            prepare(Policy("read-only", "off", hidden=("/nonexistent",), devices=())).close()
         except (OSError, ConfineError):
             pass
         finally:
@@ -245,11 +245,15 @@ class Worker:
                     data, fds, _, _ = socket.recv_fds(link, MAX_REQUEST, FDS_PER_REQUEST + 1)
                 except OSError:
                     return 0
-                if len(fds) != FDS_PER_REQUEST:  # end-of-file: the long-lived one is gone
+                if data and not fds:  # take a sandbox on ahead of its first command
+                    if not self.prepare(data):
+                        return 0
+                elif len(fds) != FDS_PER_REQUEST:  # end-of-file: the long-lived one is gone
                     for fd in fds:
                         os.close(fd)
                     return 0
-                self.run(data, *fds)
+                else:
+                    self.run(data, *fds)
                 if self.key and time.monotonic() - self.confined_at > REUSE_CONFINED:
                     return 0
                 try:
@@ -258,6 +262,16 @@ class Worker:
                     return 0
         except _Stop:  # told to stop between commands: nothing runs, just exit
             return 0
+
+    def prepare(self, data: bytes) -> bool:
+        """Confine this process for the request's sandbox before any command comes,
+        so an agent's first command does not wait for it; whether it can go on (a
+        sandbox that cannot be had is reported by the first command instead)."""
+        try:
+            self._confine(json.loads(data))
+        except (ConfineError, OSError, ValueError):
+            return False
+        return True
 
     def run(self, data: bytes, control: int, status: int, output: int) -> None:
         """One command, start to finish; every descendant is gone when it returns."""

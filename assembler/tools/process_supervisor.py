@@ -8,7 +8,8 @@ Its stdin is a Unix socket: one message per command (JSON with the command, its
 sandbox policy and that policy's `key`, plus the command's three pipes attached). It
 gives the message to an idle command supervisor (`command_supervisor.Worker`) that
 already runs commands of the same sandbox, or to the spare it keeps forked ahead,
-which then takes that sandbox on; it forks the next spare once it has nothing else to
+which then takes that sandbox on. A message without pipes asks the spare to take a
+sandbox on before its first command (sent when an agent is built); it forks the next spare once it has nothing else to
 do. So a command costs a hand-over and a `vfork`, not a new Python process.
 
 It is a child subreaper too, and not dumpable: a command supervisor that dies (killed
@@ -112,7 +113,7 @@ class Pool:
             key = str(json.loads(data).get("key", ""))
         except (ValueError, AttributeError):
             return
-        for _ in range(2):
+        for _ in range(3):  # a spare forked, a spare that died meanwhile, another
             handle = self._idle(key) or self.spare
             if handle is None:  # two new sandboxes in a row: fork one now
                 self.fork_spare()
@@ -126,6 +127,23 @@ class Pool:
             if handle is self.spare:
                 self.spare = None
             return
+
+    def prepare(self, data: bytes) -> None:
+        """Have the spare take a sandbox on now (unless one already has it)."""
+        try:
+            key = str(json.loads(data).get("key", ""))
+        except (ValueError, AttributeError):
+            return
+        spare = self.spare
+        if spare is None or any(h.key == key for h in self.handles.values()):
+            return
+        try:
+            spare.link.send(data)
+        except OSError:
+            self._drop(spare)
+            return
+        spare.busy, spare.key = True, key  # until it says `idle`
+        self.spare = None
 
     def _idle(self, key: str) -> _Handle | None:
         idle = [h for h in self.handles.values() if h.key == key and not h.busy]
@@ -245,6 +263,8 @@ def _request(channel: socket.socket, pool: Pool) -> bool:
     try:
         if len(fds) == FDS_PER_REQUEST:
             pool.hand_over(data, fds)
+        elif not fds:
+            pool.prepare(data)
     finally:
         for fd in fds:
             os.close(fd)

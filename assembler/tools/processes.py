@@ -48,6 +48,7 @@ __all__ = [
     "ProcessScope",
     "Supervised",
     "install_exit_handlers",
+    "prepare_sandbox",
     "start_supervised",
     "stop_all",
     "sweep",
@@ -290,6 +291,14 @@ async def start_supervised(
         pipe.close()
         raise
     return Supervised(command, reader, transport)
+
+
+def prepare_sandbox(policy: Mapping[str, Any]) -> None:
+    """Have a command supervisor take `policy` (`Policy.to_dict()`) on now, so the
+    agent's first command finds it confined (sent when an agent is built)."""
+    key = json.dumps(policy, sort_keys=True)
+    with contextlib.suppress(ToolError):
+        HOST.submit({"key": key, "policy": policy}, [])
 
 
 def sweep() -> None:
