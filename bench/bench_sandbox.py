@@ -22,7 +22,6 @@ Run: `python bench/bench_sandbox.py` (`--quick`: fewer rounds, sessions up to 10
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
 import resource
 import shutil
@@ -31,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -242,20 +240,28 @@ def bench_mechanism(ws: Path) -> list[tuple[str, str]]:
     return rows
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
+#: The upstream server runs in a process of its own too, like a remote host.
+SERVER = """
+import http.server, sys
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Length", "5")
         self.end_headers()
         self.wfile.write(b"hello")
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, *args):
         pass
 
-
-class _Server(http.server.ThreadingHTTPServer):
+class Server(http.server.ThreadingHTTPServer):
     request_queue_size = 512
     daemon_threads = True
+
+server = Server(("127.0.0.1", 0), Hello)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
 
 
 #: The client runs in a process of its own, as a sandboxed command would: in this
@@ -286,20 +292,24 @@ print(json.dumps(result))
 def bench_proxy() -> list[tuple[str, str]]:
     import json
 
-    server = _Server(("127.0.0.1", 0), _Hello)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    port = int(server.stdout.readline())
     listener = socket.create_server(("127.0.0.1", 0), backlog=512)
-    proxy = FilteringProxy(listener, [HostRule.parse(f"127.0.0.1:{server.server_port}")])
+    proxy = FilteringProxy(listener, [HostRule.parse(f"127.0.0.1:{port}")])
     address = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    url = f"http://127.0.0.1:{server.server_port}/"
     runs = "100" if QUICK else "400"
-    done = subprocess.run(
-        [sys.executable, "-c", CLIENT, url, address, runs], capture_output=True, check=True
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CLIENT, f"http://127.0.0.1:{port}/", address, runs],
+            capture_output=True,
+            check=True,
+        )
+    finally:
+        proxy.close()
+        server.kill()
+        server.wait()
     result = json.loads(done.stdout)
-    proxy.close()
-    server.shutdown()
-    server.server_close()
     plain, through = result["direct"] * 1000, result["proxy"] * 1000
     return [
         (
