@@ -12,7 +12,7 @@ import click
 from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
 
 
-@click.command(epilog="\b\nExample:\n  assemble acp agents/reviewer.yaml --trust")
+@click.command(epilog="\b\nExample:\n  assemble acp agents/shipping-fixer.yaml --trust")
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @agent_options
 def acp(

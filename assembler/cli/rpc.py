@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 @click.command(
     epilog="\b\nExample:\n"
     """  echo '{"id": 1, "method": "prompt", "params": {"text": "hi"}}' """
-    "| assemble rpc agents/reviewer.yaml"
+    "| assemble rpc agents/team/reviewer.yaml"
 )
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @session_options

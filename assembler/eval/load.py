@@ -19,16 +19,18 @@ from assembler.errors import Issue, ManifestError
 from assembler.eval.jsonl import read_tasks_file
 from assembler.eval.schema import file_validator
 from assembler.eval.spec import (
+    CHECK_KINDS,
     DEFAULT_CHECK_TIMEOUT,
     DEFAULT_TIMEOUT,
+    Check,
     Defaults,
     EvalSpec,
     TaskSpec,
 )
-from assembler.eval.tasks import Report, build_task, resolve_model
+from assembler.eval.tasks import Report, build_task, check_problems, resolve_model
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema import schema_issues
-from assembler.manifest.yaml_source import JsonPath, SourceMap, load_yaml_file
+from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
 from assembler.validation.validator import EVAL_SUFFIXES, display_path, validate_file
 
 
@@ -91,6 +93,8 @@ def validate_eval_file(
             state = "is not a directory" if workspace.exists() else "does not exist"
             report(("workspace",), f"the workspace {data['workspace']} {state}")
     if rejected & {"", "version", "agent", "tasks"}:
+        for index, raw in enumerate(_items(data.get("tasks"))):
+            _unbuilt_task_checks(raw, ("tasks", index), rejected, report)
         return EvalReport(path, _sorted(issues, shown))
     # Below, each part the schema accepted is checked further, so one pass reports all.
     defaults = Defaults()
@@ -171,6 +175,7 @@ def _inline_tasks(
         if isinstance(task_id, str):
             first.setdefault(task_id, origin)
         if any(_under(p, f"tasks[{index}]") for p in rejected):
+            _unbuilt_task_checks(raw, where, rejected, report)
             continue
 
         def at(path: JsonPath, message: str, where: JsonPath = where) -> None:
@@ -178,6 +183,27 @@ def _inline_tasks(
 
         tasks.append(build_task(raw, task_id=task_id, base=base, origin=origin, report=at))
     return tasks
+
+
+def _unbuilt_task_checks(raw: Any, where: JsonPath, rejected: set[str], report: Report) -> None:
+    """The checks of a task that is not built, because the schema rejected something
+    else in it or in the file: each check the schema accepted is still checked, so an
+    invalid regular expression is reported in the same run as the schema's errors."""
+    checks = raw.get("checks") if isinstance(raw, dict) else None
+    for index, data in enumerate(_items(checks)):
+        at: JsonPath = (*where, "checks", index)
+        kinds = [kind for kind in CHECK_KINDS if isinstance(data, dict) and kind in data]
+        if len(kinds) != 1 or any(_under(p, format_path(at)) for p in rejected):
+            continue
+        value = data[kinds[0]]
+        shapes = value if isinstance(value, list) else [value]
+        if kinds[0] in ("answer_matches", "unchanged") and all(isinstance(v, str) for v in shapes):
+            check = Check.from_dict(data)
+            check_problems(check, (*at, check.kind), report)
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _under(path: str, prefix: str) -> bool:

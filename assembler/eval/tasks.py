@@ -62,7 +62,7 @@ def build_task(
     checks: list[Check] = []
     for index, data in enumerate(raw.get("checks") or ()):
         check = Check.from_dict(data)
-        _check_check(check, ("checks", index, check.kind), report)
+        check_problems(check, ("checks", index, check.kind), report)
         checks.append(check)
     return TaskSpec(
         id=task_id,
@@ -91,7 +91,9 @@ def _read_prompt(name: str, base: Path, report: Report) -> str:
     return text
 
 
-def _check_check(check: Check, where: JsonPath, report: Report) -> None:
+def check_problems(check: Check, where: JsonPath, report: Report) -> None:
+    """What the schema cannot see in one check: a regular expression that does not
+    compile, an `unchanged` pattern that can never match."""
     if check.kind == "answer_matches":
         try:
             re.compile(check.argument)

@@ -57,6 +57,7 @@ from assembler.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    to_plain,
 )
 from assembler.messages import TextDelta as TextDeltaEvent
 from assembler.providers._common import (
@@ -67,7 +68,6 @@ from assembler.providers._common import (
     describe_cause,
     describe_status,
     error_detail,
-    to_plain,
     tool_call_from_raw,
 )
 from assembler.providers.endpoints import OFFICIAL_BASE_URLS

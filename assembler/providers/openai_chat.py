@@ -50,6 +50,7 @@ from assembler.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    to_plain,
 )
 from assembler.providers._common import (
     ERROR_LIMIT,
@@ -59,7 +60,6 @@ from assembler.providers._common import (
     describe_cause,
     describe_status,
     error_detail,
-    to_plain,
     tool_call_from_raw,
 )
 from assembler.providers.endpoints import OFFICIAL_BASE_URLS, is_official_openai

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import Issue
+from assembler.manifest.model import Limits
 from assembler.manifest.yaml_source import JsonPath
 from assembler.validation.context import (
     CheckContext,
@@ -107,11 +108,14 @@ def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
-    """Declared context files exist; a link that cannot be followed (a loop) is
-    reported even for the default `AGENTS.md`, since `render` and `run` skip it."""
+    """What `render` and `run` would do other than show a context file whole: skip
+    it (missing, outside the workspace, a link that cannot be followed) or cut it
+    (over `limits.context_file_max_bytes`). A problem of the default `AGENTS.md` is
+    reported only when the file is there but unusable."""
     workspace = ctx.workspace()
     declared = "context_files" in ctx.data
     names = items(ctx.data.get("context_files")) if declared else ["AGENTS.md"]
+    limit = _context_file_limit(ctx.data)
     for index, name in enumerate(names):
         if not isinstance(name, str):
             continue
@@ -123,7 +127,26 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
             else ()
         )
         path = workspace / name
+        outside = _outside(workspace, path)
+        if outside:
+            if declared or exists(path):
+                yield ctx.issue(
+                    at,
+                    f"context file {name} is outside the workspace ({outside}); "
+                    "`render` and `run` skip it",
+                    "warning",
+                )
+            continue
         if is_file(path):
+            size = _size(path)
+            if size > limit:
+                yield ctx.issue(
+                    at,
+                    f"context file {name} is {size:,} bytes, over "
+                    f"`limits.context_file_max_bytes` ({limit:,}); the prompt shows only "
+                    f"the first {limit:,}",
+                    "warning",
+                )
             continue
         if os.path.islink(path):
             yield ctx.issue(
@@ -135,3 +158,28 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
         elif declared:
             state = "is not a regular file" if exists(path) else "not found in the workspace"
             yield ctx.issue(at, f"context file {name} {state}", "warning")
+
+
+def _context_file_limit(data: Mapping[str, Any]) -> int:
+    value = mapping(data.get("limits")).get("context_file_max_bytes")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return Limits().context_file_max_bytes
+
+
+def _outside(workspace: Path, path: Path) -> str:
+    """Where `path` leads when that is outside `workspace` (as the resource loader
+    judges it: both resolved, links followed), else ""."""
+    try:
+        root = workspace.resolve()
+        target = Path(os.path.normpath(path)).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return ""  # a loop or an impossible name: reported as not followable below
+    return "" if target.is_relative_to(root) else str(target)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except (OSError, ValueError):
+        return 0
