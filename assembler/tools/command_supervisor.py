@@ -246,22 +246,27 @@ class Worker:
                 except OSError:
                     return 0
                 if data and not fds:  # take a sandbox on ahead of its first command
-                    if not self.prepare(data):
+                    if not self.prepare(data) or not self._idle(link):
                         return 0
                 elif len(fds) != FDS_PER_REQUEST:  # end-of-file: the long-lived one is gone
                     for fd in fds:
                         os.close(fd)
                     return 0
-                else:
-                    self.run(data, *fds)
-                if self.key and time.monotonic() - self.confined_at > REUSE_CONFINED:
-                    return 0
-                try:
-                    link.send(b"idle")
-                except OSError:
+                elif not self.run(data, *fds, link=link):
                     return 0
         except _Stop:  # told to stop between commands: nothing runs, just exit
             return 0
+
+    def _idle(self, link: socket.socket) -> bool:
+        """Tell the long-lived supervisor this one takes another command, unless it
+        may not be reused any more; whether it may."""
+        if self.key and time.monotonic() - self.confined_at > REUSE_CONFINED:
+            return False
+        try:
+            link.send(b"idle")
+        except OSError:
+            return False
+        return True
 
     def prepare(self, data: bytes) -> bool:
         """Confine this process for the request's sandbox before any command comes,
@@ -273,15 +278,23 @@ class Worker:
             return False
         return True
 
-    def run(self, data: bytes, control: int, status: int, output: int) -> None:
-        """One command, start to finish; every descendant is gone when it returns."""
+    def run(
+        self, data: bytes, control: int, status: int, output: int, *, link: socket.socket
+    ) -> bool:
+        """One command, start to finish; every descendant is gone when it returns.
+        `idle` goes to the long-lived supervisor before the status pipe closes, so
+        the next command of the same sandbox, sent once the assembler sees the end,
+        finds this one free. Whether it may take another."""
         _Stop.raised = False
+        reusable = False
         try:
             self._run(data, control, status, output)
         finally:
+            reusable = self._idle(link)
             for fd in (control, status):
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        return reusable
 
     def _run(self, data: bytes, control: int, status: int, output: int) -> None:
         report: list[str] = []

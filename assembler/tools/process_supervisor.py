@@ -232,7 +232,9 @@ def serve(channel: socket.socket) -> int:
             pool.kill_strays()
         pool.retire()
         links = {link.fileno(): link for link in pool.links()}
-        waiting = [channel.fileno(), wake_read, *links]
+        # `idle` messages before requests: a command supervisor says it is free just
+        # before the assembler learns its command ended and sends the next one.
+        waiting = [wake_read, *links, channel.fileno()]
         # The next spare is forked once nothing happened for a moment: forking while
         # a command starts would take the CPU it needs.
         pause = SPARE_DELAY if pool.spare is None else PARENT_CHECK

@@ -152,10 +152,14 @@ class ProcessScope:
             commands = list(self._commands.values())
         for command in commands:
             command.kill()
-        released = [c for c in commands if c.released]
-        if released:
-            deadline = time.monotonic() + wait
-            await asyncio.to_thread(wait_closed, [c.watch for c in released], deadline)
+        deadline = time.monotonic() + wait
+        # A call still winding down (cancelled with its run) reads its own status; it
+        # releases the command once the tree is gone, or gives up waiting.
+        while any(not c.released for c in commands) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        watches = [c.watch for c in commands if c.released]
+        if watches:
+            await asyncio.to_thread(wait_closed, watches, deadline)
         sweep()
 
 
