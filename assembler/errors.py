@@ -11,7 +11,7 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
     │               (TemplateSecurityError), PermissionRuleError, TrustError,
-    │               MissingCredentialsError*, ConfigurationError*
+    │               SandboxError, MissingCredentialsError*, ConfigurationError*
     │               (UnknownProviderError*), MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
@@ -179,6 +179,12 @@ class MissingExtraError(UsageError):
 
 class TrustError(UsageError):
     """Project code would run in a directory the user has not trusted."""
+
+
+class SandboxError(UsageError):
+    """The manifest asks for a sandbox this machine cannot give (no Landlock, no
+    seccomp, not Linux); the message names what is missing and the line that runs
+    the agent unconfined instead."""
 
 
 class SessionError(RunError):

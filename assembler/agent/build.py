@@ -46,7 +46,7 @@ from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
 from assembler.agent.trusting import TreeTrust
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.manifest.model import BuiltinToolSet, Manifest, MCPToolSet, PermissionsSpec
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionPolicy
@@ -54,9 +54,14 @@ from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
+from assembler.sandbox.runtime import Sandbox
+from assembler.sandbox.spec import SandboxSpec
+from assembler.sandbox.support import require as require_sandbox
 from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
+from assembler.tools.builtin.names import BUILTIN_SETS
 from assembler.tools.environment import tool_environment
+from assembler.tools.processes import prepare_sandbox
 from assembler.validation.load import load_manifest
 
 
@@ -93,6 +98,8 @@ def build_agent(
 
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
+    for sandbox in (manifest.sandbox, *_server_sandboxes(manifest)):  # nor without its sandbox
+        require_sandbox(sandbox, manifest.path)
     member = options.team if options.team is not None else load_team(manifest, env=environment)
     tree_trust = TreeTrust.decide(  # for the whole tree, before any of its code runs
         member,
@@ -133,6 +140,9 @@ def build_agent(
 
     # 4. the runner
     limits = manifest.limits
+    assembly.sandbox = Sandbox.start(manifest.sandbox, manifest.workspace.resolve(), manifest.path)
+    if assembly.sandbox is not None and _runs_commands(manifest):
+        prepare_sandbox(assembly.sandbox.policy().to_dict())
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
@@ -153,6 +163,8 @@ def build_agent(
             read_roots=skill_directories(manifest, flags, snapshot),
             hidden=hidden_patterns(manifest.permissions, options.permission_mode),
             guarded=guarded_paths(member),
+            sandbox=assembly.sandbox,
+            processes=assembly.processes,
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",
@@ -195,6 +207,22 @@ def _session(
         else open_session(SessionStore.for_agent(manifest.name, directory), manifest, session)
     )
     return opened.fork(fork) if fork is not None else opened
+
+
+def _runs_commands(manifest: Manifest) -> bool:
+    """Whether the agent has `bash` (so its sandbox is worth preparing at build)."""
+    for tool_set in manifest.tools.sets:
+        if isinstance(tool_set, BuiltinToolSet):
+            names = [m for n in tool_set.names for m in BUILTIN_SETS.get(n, (n,))]
+            if "bash" in names and (tool_set.allow is None or "bash" in tool_set.allow):
+                return True
+    return False
+
+
+def _server_sandboxes(manifest: Manifest) -> list[SandboxSpec]:
+    """The sandboxes MCP stdio servers declare for themselves."""
+    servers = [s.server for s in manifest.tools.sets if isinstance(s, MCPToolSet)]
+    return [server.sandbox for server in servers if server.sandbox is not None]
 
 
 def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGate | None:

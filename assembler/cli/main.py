@@ -35,6 +35,7 @@ _COMMANDS = {
     "memory": ("assembler.cli.memory", "memory"),
     "eval": ("assembler.cli.eval", "eval_command"),
     "sessions": ("assembler.cli.sessions", "sessions"),
+    "doctor": ("assembler.cli.doctor", "doctor"),
 }
 
 _HELP = {
@@ -50,6 +51,7 @@ _HELP = {
     "memory": "List, show, add, remove and consolidate memory records.",
     "eval": "Run an agent over an eval file's tasks and report pass rates.",
     "sessions": "List recorded sessions and show their transcripts.",
+    "doctor": "Report what this machine supports for the sandbox.",
 }
 
 

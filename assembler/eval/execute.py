@@ -235,6 +235,7 @@ async def _attempt(
         calls=list(run.observed.calls.values()),
         before=before,
         check_timeout=request.check_timeout,
+        sandbox=manifest.sandbox,
     )
     run.timings["checks"] = time.perf_counter() - mark
 

@@ -38,6 +38,7 @@ from assembler.manifest.model import (
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
 from assembler.safe_read import FileRefused, read_small_text
+from assembler.sandbox.spec import SandboxSpec
 
 DEFAULT_MEMORY_STORE = ".assembler/memory"
 
@@ -120,6 +121,7 @@ class _ManifestBuilder:
             prompt=self.prompt(d.get("prompt", {})),
             limits=Limits(**d.get("limits", {})),
             permissions=PermissionsSpec.from_data(d.get("permissions")),
+            sandbox=SandboxSpec.from_data(d["sandbox"]) if "sandbox" in d else None,
             source=self.source,
         )
 
@@ -234,6 +236,7 @@ class _ManifestBuilder:
             timeout=float(raw.get("timeout", 30.0)),
             url_template=raw.get("url"),
             header_templates=dict(raw.get("headers", {})),
+            sandbox=SandboxSpec.from_data(raw["sandbox"]) if "sandbox" in raw else None,
         )
 
     def memory(self, raw: Mapping[str, Any] | None, workspace: Path) -> MemoryPolicy | None:
