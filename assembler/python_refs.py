@@ -37,6 +37,8 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TypeVar, cast
 
+from assembler.stamped import StampedCache, module_search_paths
+
 _T = TypeVar("_T")
 
 # Reentrant: a garbage-collector callback that parses while this thread is parsing
@@ -247,7 +249,27 @@ class ModuleLocation:
         return bool(self.roots)
 
 
+_LOCATIONS: StampedCache[ModuleLocation] = StampedCache()
+
+
 def locate_module(module: str, roots: Sequence[Path]) -> ModuleLocation:
+    """`_find_location`, looked up once per module and reused while the directories
+    searched and the files found stat the same (`assembler.stamped`)."""
+    searched = [str(r) for r in roots] + [p for p in sys.path if p]
+
+    def find() -> tuple[ModuleLocation, list[str] | None]:
+        found = _find_location(module, roots)
+        return found, module_search_paths(searched, found.path, found.top, found.problem)
+
+    return _LOCATIONS.get((module, tuple(searched), os.getcwd()), find)
+
+
+def location_cache() -> StampedCache[ModuleLocation]:
+    """The process-wide cache of `locate_module` (tests and benchmarks read `computed`)."""
+    return _LOCATIONS
+
+
+def _find_location(module: str, roots: Sequence[Path]) -> ModuleLocation:
     """Find `module` in `roots` first, then on `sys.path`, without importing anything.
 
     A module in a project directory that is not plain `.py` source (a `.pyc`, an
@@ -292,12 +314,13 @@ def locate_module(module: str, roots: Sequence[Path]) -> ModuleLocation:
     path = Path(os.path.abspath(origin))
     target = path.resolve()
     places = [p for p in (top, path, target) if p is not None]
+    resolved_places = [(place, place.resolve()) for place in places]  # once per place
     found_roots = tuple(
         dict.fromkeys(
             root
-            for place in places
+            for place, resolved in resolved_places
             for root in resolved_roots
-            if _inside(place, root) or _inside(place.resolve(), root)
+            if _inside(place, root) or _inside(resolved, root)
         )
     )
     problem = ""
