@@ -94,16 +94,25 @@ def module_search_paths(
     searched: Sequence[str], path: Path | None, top: Path | None, problem: str
 ) -> list[str] | None:
     """The paths that decided where a module search found `path` (its top-level module
-    or package at `top`): every directory searched, the package directories from `top`
-    down to the file, and the file. None (do not keep the answer) when nothing was
-    found, or when `path` is not below `top` (a namespace package's other portion)."""
+    or package at `top`): the directories searched up to the one holding `top` (a
+    module added to an earlier one would shadow it; a later one cannot), the package
+    directories from `top` down to the file, and the file. None (do not keep the
+    answer) when nothing was found, or for a namespace package, whose portions any
+    directory may add to."""
     if problem and path is None:
         return None
     if path is None:
         return list(searched)  # built in, frozen
+    if top is None:
+        return None
     chain: list[str] = []
-    if top is not None and top != path:
-        if not path.is_relative_to(top):
+    if top != path:
+        if not path.is_relative_to(top) or not (top / "__init__.py").is_file():
             return None
         chain = [str(parent) for parent in path.parents if parent.is_relative_to(top)]
-    return [*searched, *chain, str(path)]
+    holder = str(top.parent)
+    found_in = next(
+        (i for i, entry in enumerate(searched) if os.path.abspath(entry) == holder),
+        len(searched) - 1,
+    )
+    return [*searched[: found_in + 1], *chain, str(path)]

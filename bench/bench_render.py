@@ -16,7 +16,8 @@ as a whole process.
     and with as many skills: the cost per tool and per skill at 1,000 within 2x of
     the cost at 100 (issue 12).
 
-Run: `python bench/bench_render.py [--runs N]`.
+Run: `python bench/bench_render.py [--runs N] [--before REV] [--only turn|process|scale]`;
+`--before` runs (c) on the package as of a git revision too, interleaved.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from _projects import scale
-from _timing import baseline_imports, process_cpu, warm_bytecode_env
+from _timing import baseline_imports, process_cpu, source_tree, warm_bytecode_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -210,11 +211,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="process runs per command")
     parser.add_argument("--repeat", type=int, default=20_000, help="in-process repetitions")
+    parser.add_argument(
+        "--before", metavar="REV", help="also run the package as of this git revision, paired"
+    )
+    parser.add_argument(
+        "--only", choices=("turn", "process", "scale"), help="run one part of the benchmark"
+    )
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}")
-    per_turn(args.repeat)
-    whole_process(args.runs)
-    scale(["render", "--dry-run"], runs=max(args.runs // 2, 3))
+    if args.only in (None, "turn"):
+        per_turn(args.repeat)
+    if args.only in (None, "process"):
+        whole_process(args.runs)
+    if args.only in (None, "scale"):
+        with tempfile.TemporaryDirectory(prefix="bench-before-") as scratch:
+            before = source_tree(args.before, Path(scratch)) if args.before else None
+            scale(["render", "--dry-run"], runs=max(args.runs // 2, 3), before=before)
 
 
 if __name__ == "__main__":

@@ -155,3 +155,16 @@ def test_an_answer_that_changed_while_computed_is_not_kept(tmp_path: Path) -> No
     assert cache.get("k", changing) == 2  # the two computations disagreed: the later wins
     assert cache.get("k", changing) == 2  # and nothing was kept from the first
     assert next(answers, None) is None
+
+
+def test_a_namespace_package_module_is_searched_for_every_time(tmp_path: Path) -> None:
+    """Any directory searched may add a portion to a namespace package, so where its
+    modules are is never kept."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "space").mkdir(parents=True)
+    (second / "space").mkdir(parents=True)
+    (second / "space" / "mod.py").write_text("def f(): ...\n")
+    roots = [first, second]
+    assert locate_module("space.mod", roots).path == second / "space" / "mod.py"
+    (first / "space" / "mod.py").write_text("def f(): ...\n")  # the earlier portion wins
+    assert locate_module("space.mod", roots).path == first / "space" / "mod.py"
