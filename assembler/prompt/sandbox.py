@@ -29,6 +29,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError
@@ -194,9 +195,9 @@ def sandbox_class() -> type[SandboxedEnvironment]:
     return BudgetedSandbox
 
 
-def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
-    """Compile `text` with every `for` loop's iterable passed through the loop guard,
-    so each iteration is counted against the render budget."""
+def guarded_code(environment: SandboxedEnvironment, text: str) -> CodeType:
+    """The Python code of `text` with every `for` loop's iterable passed through the
+    loop guard, so each iteration is counted against the render budget."""
     from jinja2 import nodes
 
     tree = environment.parse(text)
@@ -205,7 +206,14 @@ def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
         guard = nodes.Name(LOOP_GUARD, "load", lineno=line)
         loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=line)
     tree.set_environment(environment)
-    return environment.from_string(tree)
+    code = environment.compile(tree)
+    assert isinstance(code, CodeType)
+    return code
+
+
+def template_from_code(environment: SandboxedEnvironment, code: CodeType) -> Template:
+    """A template of `environment` from code `guarded_code` made (as `from_string`)."""
+    return environment.template_class.from_code(environment, code, environment.make_globals(None))
 
 
 def render_within_budget(template: Template, variables: Any) -> str:

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError, TemplateSecurityError
-from assembler.prompt.sandbox import guard_loops, render_within_budget, sandbox_class
+from assembler.prompt.code_cache import cached_code
+from assembler.prompt.sandbox import (
+    guarded_code,
+    render_within_budget,
+    sandbox_class,
+    template_from_code,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -59,20 +65,27 @@ def environment() -> SandboxedEnvironment:
 @cache
 def default_template_text(section: str) -> str:
     """The shipped template of `section` (package data)."""
-    return (
-        resources.files("assembler.prompt.sections").joinpath(f"{section}.md.j2").read_text("utf-8")
-    )
+    return _sections().joinpath(f"{section}.md.j2").read_text("utf-8")
+
+
+@cache
+def _sections() -> resources.abc.Traversable:
+    """The package's templates folder, found once (a few milliseconds a lookup)."""
+    return resources.files("assembler.prompt.sections")
 
 
 @cache
 def compile_template(text: str) -> Template:
-    """Compile once per distinct text; raises `TemplateError` on a syntax error."""
-    from jinja2 import TemplateSyntaxError
+    """Compile once per distinct text, and keep the code between runs (`code_cache`);
+    raises `TemplateError` on a syntax error."""
+    import jinja2
 
+    env = environment()
     try:
-        return guard_loops(environment(), text)
-    except TemplateSyntaxError as e:
+        code = cached_code(text, jinja2.__version__, lambda t: guarded_code(env, t))
+    except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error on line {e.lineno}: {e.message}") from e
+    return template_from_code(env, code)
 
 
 def render_template(
