@@ -4,11 +4,13 @@ A read-only open (`render --dry-run --input`, `assemble memory list`) writes not
 in the store, so a store without an index of its own (it is not committed: a fresh
 clone) used to be indexed from its files in memory on every such open, about 24 s of
 CPU at 100,000 records. Instead that index is built once in the user's cache
-directory, one per store (named by the store's real path), and kept: the next
-read-only open uses it after the same checks as the store's own index (the
-directory's stamp; when that differs, a scan that re-reads only the files that
-changed). It is a cache like the store's `.index/`: derived from the record files,
-rebuilt when missing or damaged, safe to delete.
+directory, one per store (named by the store's real path), by the read-only opens
+allowed to write there (`assemble memory list` and `show`; a dry run writes nothing
+anywhere), and kept: later read-only opens use it after the same checks as the
+store's own index (the directory's stamp; when that differs, a scan that re-reads
+only the files that changed, in place or, for a dry run, in a copy in memory). It is
+a cache like the store's `.index/`: derived from the record files, rebuilt when
+missing or damaged, safe to delete.
 """
 
 from __future__ import annotations

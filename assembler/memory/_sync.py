@@ -21,9 +21,11 @@ next scan.
 A read-only store never writes in the store: it uses the index on disk when that
 agrees with the files; otherwise it reconciles a private copy in memory, and when there
 is no usable index (a fresh clone: the index is not committed) it uses the one kept for
-it in the user's cache, built there from the files the first time and reconciled like
-the store's own afterwards (`_kept`). A read-only store reads nothing until it is asked
-something (`MemoryStore.open`). A pending journal is left for the next writer.
+it in the user's cache (`_kept`), built there from the files the first time and
+reconciled like the store's own afterwards when the store may keep one (`assemble
+memory list`; never a dry run, which writes nothing anywhere and then indexes in
+memory). A read-only store reads nothing until it is asked something
+(`MemoryStore.open`). A pending journal is left for the next writer.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class IndexKeeper:
 
     path: Path
     read_only: bool
+    keep_index: bool
     max_body_bytes: int
     _root: str
     _index: StoreIndex
@@ -166,19 +169,20 @@ class IndexKeeper:
 
     def _open_read_only(self, *, force: bool = False) -> None:
         """Point a read-only store at the index on disk when it agrees with the files,
-        else at a private copy in memory, reconciled there; with no usable index on
-        disk, at the one kept for it in the user's cache (`_kept`), built there once."""
-        try:
-            disk: StoreIndex | None = StoreIndex.open_existing(self.path)
-        except (FileNotFoundError, UnusableIndexError):
-            disk = None
-        if disk is None:
+        else at a private copy in memory, reconciled there. With no usable index in the
+        store, the one kept for it in the user's cache (`_kept`) stands in for it: built
+        or brought up to date there when the store `keep_index`es, else used as it is
+        (a dry run writes nothing, anywhere)."""
+        disk = _existing_index(self.path)
+        if disk is None and self.keep_index:
             kept = self._kept_index(force=force)
             if kept is not None:
                 old, self._index = self._index, kept
                 old.close()
                 self._note_interrupted_change()
                 return
+        if disk is None:
+            disk = _existing_index(kept_index_home(self._root))
         if disk is not None:
             old, self._index = self._index, disk
             old.close()
@@ -246,6 +250,15 @@ class IndexKeeper:
         legacy = self.path / LEGACY_INDEX_FILE
         if legacy.exists():
             self._unlink(legacy)
+
+
+def _existing_index(store: Path) -> StoreIndex | None:
+    """The index under `store`, opened read-only as it is; None when there is none or
+    it cannot be used."""
+    try:
+        return StoreIndex.open_existing(store)
+    except (FileNotFoundError, UnusableIndexError):
+        return None
 
 
 def directory_stamp(path: Path) -> DirectoryStamp:

@@ -25,7 +25,8 @@ keeps each read consistent. A writer killed at any point leaves either the old i
 
 Opening read-only (`assemble render --dry-run`, `assemble memory list`) writes nothing
 in the store: no index, lock, directory or `.gitignore`; it reads nothing until asked,
-and a store with no index of its own is indexed once in the user's cache (`_kept`).
+and a store with no index of its own is indexed once in the user's cache when the
+caller allows it (`keep_index`: `assemble memory list`, not a dry run; see `_kept`).
 """
 
 from __future__ import annotations
@@ -65,11 +66,17 @@ class MemoryStore(IndexKeeper):
     """A directory of memory records. Use `MemoryStore.open`."""
 
     def __init__(
-        self, path: Path, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, read_only: bool = False
+        self,
+        path: Path,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        read_only: bool = False,
+        keep_index: bool = False,
     ) -> None:
         self.path = path
         self.max_body_bytes = max_body_bytes
         self.read_only = read_only
+        self.keep_index = keep_index
         self._root = os.path.realpath(path)
         self._current = StoreIndex.in_memory()
         self._deferred = False  # a read-only open not looked at yet (see `_index`)
@@ -88,14 +95,17 @@ class MemoryStore(IndexKeeper):
         *,
         max_body_bytes: int | None = None,
         read_only: bool = False,
+        keep_index: bool = False,
     ) -> MemoryStore:
         """Open (creating if needed) the store at `path`, its index brought up to date.
 
-        `read_only` opens without writing anything (see the module doc): a missing
-        store is empty, and every write raises `MemoryStoreError`.
+        `read_only` opens without writing anything in the store (see the module doc):
+        a missing store is empty, and every write raises `MemoryStoreError`. With
+        `keep_index`, a store without an index of its own gets one kept in the user's
+        cache for later read-only opens (`_kept`); without, nothing is written anywhere.
         """
         limit = max_body_bytes or (policy.record_max_bytes if policy else DEFAULT_MAX_BODY_BYTES)
-        store = cls(Path(path), max_body_bytes=limit, read_only=read_only)
+        store = cls(Path(path), max_body_bytes=limit, read_only=read_only, keep_index=keep_index)
         if read_only:
             # Nothing is read until something is asked: `render --dry-run` without
             # `--input` only needs the store for the `remember` tool.

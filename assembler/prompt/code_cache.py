@@ -6,9 +6,11 @@ milliseconds per section, and the lexer's set-up once per process. The result, a
 Python code object, depends only on the template's text, the Jinja2 version, the
 Python version and how the sandbox guards loops, so it is kept in the user's cache
 directory under a name derived from all four and loaded with `marshal`, as Python's
-own bytecode cache is. A file that cannot be read or loaded is compiled again. A
-code object runs when it is used, so a cache directory that another user could
-write to is not used at all.
+own bytecode cache is. Agents that run (`assemble run`, `rpc`, `acp`, `eval`) keep
+what they compile; `render --dry-run` and `validate`, which write nothing anywhere,
+only use what is kept. A file that cannot be read or loaded is compiled again. A code
+object runs when it is used, so a cache directory that another user could write to
+is not used at all.
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ CACHE_FORMAT = "1"
 TEMPLATES_DIR = "templates"
 
 
-def cached_code(text: str, version: str, compile_text: Callable[[str], CodeType]) -> CodeType:
-    """The code of template `text`: kept, or `compile_text(text)` (then kept).
+def cached_code(
+    text: str, version: str, compile_text: Callable[[str], CodeType], *, keep: bool
+) -> CodeType:
+    """The code of template `text`: kept, or `compile_text(text)` (then kept if `keep`:
+    a dry run or `validate` writes nothing, anywhere, and only reads what a run kept).
     `version` is the compiler's (Jinja2's) version."""
-    path = _entry(text, version)
+    path = _entry(text, version, create=keep)
     if path is not None:
         try:
             code = marshal.loads(path.read_bytes())
@@ -42,17 +47,18 @@ def cached_code(text: str, version: str, compile_text: Callable[[str], CodeType]
         if isinstance(code, CodeType):
             return code
     code = compile_text(text)
-    if path is not None:
+    if path is not None and keep:
         with contextlib.suppress(OSError):
             _write(path, marshal.dumps(code))
     return code
 
 
-def _entry(text: str, version: str) -> Path | None:
+def _entry(text: str, version: str, *, create: bool) -> Path | None:
     """Where the code of `text` is kept; None when the cache may not be used."""
     directory = default_cache_dir() / TEMPLATES_DIR
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if create:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = directory.stat()
     except OSError:
         return None

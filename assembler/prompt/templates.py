@@ -75,14 +75,14 @@ def _sections() -> resources.abc.Traversable:
 
 
 @cache
-def compile_template(text: str) -> Template:
-    """Compile once per distinct text, and keep the code between runs (`code_cache`);
-    raises `TemplateError` on a syntax error."""
+def compile_template(text: str, keep: bool = False) -> Template:
+    """Compile once per distinct text, using the code kept between runs, and keeping
+    it when `keep` (`code_cache`); raises `TemplateError` on a syntax error."""
     import jinja2
 
     env = environment()
     try:
-        code = cached_code(text, jinja2.__version__, lambda t: guarded_code(env, t))
+        code = cached_code(text, jinja2.__version__, lambda t: guarded_code(env, t), keep=keep)
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error on line {e.lineno}: {e.message}") from e
     return template_from_code(env, code)
@@ -239,7 +239,9 @@ def _private_attributes(tree: Any) -> Iterator[tuple[int, str]]:
             yield int(node.lineno), attribute
 
 
-def check_override(section: str, text: str, origin: str | TemplateOrigin) -> Template:
+def check_override(
+    section: str, text: str, origin: str | TemplateOrigin, *, keep: bool = False
+) -> Template:
     """Compile an override for use, refusing the problems `template_problems` finds."""
     where = origin if isinstance(origin, TemplateOrigin) else TemplateOrigin(origin)
     problems = template_problems(section, text)
@@ -249,4 +251,4 @@ def check_override(section: str, text: str, origin: str | TemplateOrigin) -> Tem
         first = (security or problems)[0]
         error = TemplateSecurityError if first.security else TemplateError
         raise error(f"{where.at(first.line)}: {first.message}")
-    return compile_template(text)
+    return compile_template(text, keep)

@@ -1,6 +1,7 @@
 """A read-only open of a store without its index (a fresh clone), issue 21: nothing is
 read until something is asked, and the index it then needs is built once, in the
-user's cache, and reused by later read-only opens; the store itself is never written.
+user's cache, and reused by later read-only opens; the store itself is never written,
+and an open that may not keep an index (a dry run) writes nothing anywhere.
 
 Real files; which record files are read is counted at `read_record_file`.
 """
@@ -74,7 +75,7 @@ def test_the_index_is_built_once_kept_outside_the_store_and_reused(
 ) -> None:
     store = clone(policy, ["alpha", "beta", "gamma"])
     before = listing(store)
-    first = MemoryStore.open(store, policy, read_only=True)
+    first = MemoryStore.open(store, policy, read_only=True, keep_index=True)
     assert first.names() == ("alpha", "beta", "gamma")
     first.close()
     assert sum(n for name, n in reads.items() if name.endswith(".md")) == 3
@@ -84,7 +85,7 @@ def test_the_index_is_built_once_kept_outside_the_store_and_reused(
     assert not (store / INDEX_DIR).exists()
 
     reads.clear()
-    again = MemoryStore.open(store, policy, read_only=True)
+    again = MemoryStore.open(store, policy, read_only=True, keep_index=True)
     assert again.names() == ("alpha", "beta", "gamma")
     assert again.entries["beta"].description == "about beta"
     assert reads == {}  # the kept index agreed with the directory: no scan, no read
@@ -93,7 +94,7 @@ def test_the_index_is_built_once_kept_outside_the_store_and_reused(
     record = make_record("delta", "added by hand", "user", "new")
     (store / "delta.md").write_text(to_markdown(record), encoding="utf-8")
     reads.clear()
-    later = MemoryStore.open(store, policy, read_only=True)
+    later = MemoryStore.open(store, policy, read_only=True, keep_index=True)
     assert later.names() == ("alpha", "beta", "delta", "gamma")
     assert reads == {"<scan>": 1, "delta.md": 1}  # only the new file was read
     later.close()
@@ -102,7 +103,7 @@ def test_the_index_is_built_once_kept_outside_the_store_and_reused(
 
 def test_a_writable_open_still_builds_the_store_s_own_index(policy: MemoryPolicy) -> None:
     store = clone(policy, ["alpha"])
-    MemoryStore.open(store, policy, read_only=True).names()
+    MemoryStore.open(store, policy, read_only=True, keep_index=True).names()
     writer = MemoryStore.open(store, policy)
     assert writer.names() == ("alpha",)
     assert (store / INDEX_DIR).is_dir()
@@ -120,8 +121,36 @@ def test_without_a_usable_cache_the_index_is_built_in_memory(
     blocker.write_text("")
     monkeypatch.setenv("ASSEMBLER_CACHE_DIR", str(blocker))
     store = clone(policy, ["alpha", "beta"])
-    looking = MemoryStore.open(store, policy, read_only=True)
+    looking = MemoryStore.open(store, policy, read_only=True, keep_index=True)
     assert looking.names() == ("alpha", "beta")
     assert any("no index could be kept" in note for note in looking.diagnostics)
     looking.close()
     assert not (store / INDEX_DIR).exists()
+
+
+def test_a_dry_run_open_writes_nothing_anywhere_but_uses_a_kept_index(
+    policy: MemoryPolicy, reads: Counter[str]
+) -> None:
+    """`render --dry-run --input` opens without `keep_index`: with no kept index it
+    indexes in memory and writes nothing, not even in the user's cache; with one that
+    agrees with the files it reads that, and no record file."""
+    store = clone(policy, ["alpha", "beta"])
+    home = kept_index_home(os.path.realpath(store))
+    dry = MemoryStore.open(store, policy, read_only=True)
+    assert dry.names() == ("alpha", "beta")
+    dry.close()
+    assert not home.exists()
+    MemoryStore.open(store, policy, read_only=True, keep_index=True).names()  # memory list
+    kept = listing(home)
+    reads.clear()
+    dry = MemoryStore.open(store, policy, read_only=True)
+    assert dry.names() == ("alpha", "beta")
+    assert reads == {}
+    dry.close()
+    (store / "gamma.md").write_text(
+        to_markdown(make_record("gamma", "by hand", "user", "g")), encoding="utf-8"
+    )
+    dry = MemoryStore.open(store, policy, read_only=True)
+    assert dry.names() == ("alpha", "beta", "gamma")  # reconciled in a copy in memory
+    dry.close()
+    assert listing(home) == kept
