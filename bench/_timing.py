@@ -96,14 +96,15 @@ def source_tree(revision: str, into: Path) -> Path:
 
 def tree_command(tree: Path, cache: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     """`python -m assembler args` importing the package from `tree`: without `site`
-    (whose editable-install finder would import this checkout), the installed
+    (whose editable-install finder would import this checkout) and without the
+    current directory on the path (`-P`: it may be this checkout), the installed
     packages on `PYTHONPATH` after the tree, bytecode cached in `cache`. The same for
     any tree, so two trees compare."""
     import sysconfig
 
     env = warm_bytecode_env(cache)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), sysconfig.get_paths()["purelib"]])
-    return [sys.executable, "-S", "-m", "assembler", *args], env
+    return [sys.executable, "-S", "-P", "-m", "assembler", *args], env
 
 
 def baseline_imports() -> list[str]:

@@ -158,7 +158,7 @@ def paired(args: argparse.Namespace) -> dict[str, Figures]:
         for _ in range(args.rounds):
             for name, tree in (("now", REPO), ("before", before)):
                 argv, env = tree_command(tree, root / "pyc")
-                script = [argv[0], "-S", __file__, "--child", "--extensions",
+                script = [argv[0], "-S", "-P", __file__, "--child", "--extensions",
                           ",".join(map(str, args.extensions))]  # fmt: skip
                 env["PYTHONPATH"] += f":{Path(__file__).parent}"
                 done = subprocess.run(script, env=env, capture_output=True, text=True, check=True)

@@ -10,8 +10,10 @@ as a whole process.
 (b) `assemble render --dry-run agents/shipping-fixer.yaml` against
     `python -c "import yaml, jsonschema, jinja2, click"`: median CPU time (user +
     sys) of 15 interleaved runs each. Target: within 1.2x with a bytecode cache for
-    the project, as any installed package has (issue 12). Also shown without one
-    (PYTHONDONTWRITEBYTECODE, every `assembler` module compiled on every run).
+    the project, as any installed package has (issues 12, 21): with the section
+    templates compiled and kept by an earlier run of an agent, and without (a first
+    dry run). Also shown without bytecode (PYTHONDONTWRITEBYTECODE, every `assembler`
+    module compiled on every run).
 (c) The same command on manifests with 10, 100 and 1,000 Python tools in one module,
     and with as many skills: the cost per tool and per skill at 1,000 within 2x of
     the cost at 100 (issue 12).
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -176,6 +180,13 @@ def per_turn(repeat: int) -> None:
 # -- (b) the whole process ----------------------------------------------------------------
 
 
+KEEP_TEMPLATES = (
+    "from assembler.prompt.templates import compile_template, default_template_text\n"
+    "for s in ('identity', 'tools', 'workspace', 'skills', 'memory'):\n"
+    "    compile_template(default_template_text(s), True)\n"
+)
+
+
 def whole_process(runs: int) -> None:
     assemble = str(Path(sys.executable).parent / "assemble")
     commands = {
@@ -190,10 +201,24 @@ def whole_process(runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-render-pyc-") as cache:
         uncached = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         uncached.pop("PYTHONPYCACHEPREFIX", None)
+        warm = warm_bytecode_env(Path(cache))
+        kept = {**warm, "ASSEMBLER_CACHE_DIR": str(Path(cache) / "kept")}
+        subprocess.run([sys.executable, "-c", KEEP_TEMPLATES], env=kept, check=True)
         cases = (
-            ("with a bytecode cache", warm_bytecode_env(Path(cache)), "target: <= 1.2x"),
+            (
+                "with a bytecode cache, templates kept (after any run of an agent)",
+                kept,
+                "target: <= 1.2x",
+            ),
+            (
+                "with a bytecode cache, no templates kept yet (a first dry run)",
+                {**warm, "ASSEMBLER_CACHE_DIR": str(Path(cache) / "empty")},
+                "target: <= 1.2x",
+            ),
             ("without bytecode", uncached, "(no target)"),
         )
+        if shutil.which("valgrind"):
+            instructions(commands, cases[:2])
         for label, env, target in cases:
             cpu = process_cpu(commands, runs=runs, env=env, cwd=REPO)
             (base_name, base), (name, ours) = cpu.items()
@@ -205,6 +230,35 @@ def whole_process(runs: int) -> None:
                     ("ratio", f"{ours / base:6.2f}x   {target}"),
                 ],
             )
+
+
+def instructions(
+    commands: Mapping[str, Sequence[str]], cases: Sequence[tuple[str, Mapping[str, str], str]]
+) -> None:
+    """Instructions executed (valgrind's cachegrind), one run each: a count that the
+    machine's load does not move, unlike time. Interpreter from the virtual
+    environment's own binary, so the count is of Python, not of a launcher."""
+    python = os.path.realpath(sys.executable)
+    for label, env, _ in cases:
+        counts = {}
+        for name, command in commands.items():
+            argv = [python, *command[1:]] if command[0] == sys.executable else command
+            done = subprocess.run(
+                ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                 "--cachegrind-out-file=/dev/null", "--trace-children=yes", *argv],
+                env=env, cwd=REPO, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            refs = [line for line in done.stderr.splitlines() if "I   refs" in line]
+            counts[name] = sum(int(line.split()[-1].replace(",", "")) for line in refs)
+        (base_name, base), (name, ours) = counts.items()
+        report(
+            f"render --dry-run, instructions executed, {label}",
+            [
+                (base_name, f"{base / 1e6:8.1f} M"),
+                (name, f"{ours / 1e6:8.1f} M"),
+                ("ratio", f"{ours / base:6.2f}x"),
+            ],
+        )
 
 
 def main() -> None:
