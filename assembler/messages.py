@@ -215,3 +215,12 @@ class ResponseDone:
 
 
 StreamEvent = TextDelta | ResponseDone
+
+
+def to_plain(value: Any) -> Any:
+    """Deep-copy mappings and sequences into dicts and lists, as the SDKs serialise them."""
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [to_plain(v) for v in value]
+    return value

@@ -11,13 +11,8 @@ Importing must search the same places in the same order as finding (the manifest
 directory, then the workspace, then installed packages), or a manifest that validates
 would fail to run, or run a different module.
 
-Parsing is shared: validation, the trust check and `render --dry-run` all ask about
-the same module, often once per tool, so each file is parsed once and kept in a small
-process-wide cache (`parsed_module`), checked against the file's `stat` on every use.
-Every `ast.parse` in the package goes through one lock (`parse_source`): CPython 3.11
-keeps the AST constructor's recursion depth per interpreter, not per thread, and two
-threads parsing at once can fail with `SystemError: AST constructor recursion depth
-mismatch`.
+Sources are parsed once per process, under one lock (`assembler.python_source`,
+whose names are also exported here).
 """
 
 from __future__ import annotations
@@ -28,185 +23,48 @@ import importlib.util
 import os
 import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
-from types import MappingProxyType, ModuleType
-from typing import TypeVar, cast
+from types import ModuleType
 
+from assembler.python_source import (
+    MAX_CACHED_FILES,
+    MAX_CACHED_SOURCE_BYTES,
+    ParsedModule,
+    ParsedSources,
+    parse_expression,
+    parse_source,
+    parsed_module,
+    source_cache,
+)
 from assembler.stamped import StampedCache, module_search_paths
 
-_T = TypeVar("_T")
+__all__ = [
+    "MAX_CACHED_FILES",
+    "MAX_CACHED_SOURCE_BYTES",
+    "ModuleLocation",
+    "ParsedModule",
+    "ParsedSources",
+    "Resolution",
+    "check_source",
+    "find_module_source",
+    "import_located",
+    "import_module",
+    "locate_module",
+    "location_cache",
+    "parse_expression",
+    "parse_source",
+    "parsed_module",
+    "resolve_definition",
+    "resolve_function",
+    "source_cache",
+]
 
-# Reentrant: a garbage-collector callback that parses while this thread is parsing
-# must not deadlock (nested parses in one thread keep the depth balanced).
-_PARSE_LOCK = threading.RLock()
 _IMPORT_LOCK = threading.RLock()
 _PROJECT_MODULES: set[str] = set()  # top-level names loaded from a project directory
-
-MAX_CACHED_FILES = 32
-MAX_CACHED_SOURCE_BYTES = 2 * 1024 * 1024  # a syntax tree takes ~30x its source in memory
-
-
-def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
-    """`ast.parse` under the package's parse lock (see the module docstring). Source
-    nested too deeply for the parser raises `SyntaxError` too, never a crash."""
-    with _PARSE_LOCK, _too_deep_is_a_syntax_error():
-        return ast.parse(source, filename=filename)
-
-
-def parse_expression(text: str) -> ast.expr:
-    """One expression (a string annotation), parsed like `parse_source`."""
-    with _PARSE_LOCK, _too_deep_is_a_syntax_error():
-        return ast.parse(text, mode="eval").body
-
-
-@contextmanager
-def _too_deep_is_a_syntax_error() -> Iterator[None]:
-    try:
-        yield
-    except (RecursionError, MemoryError):
-        # CPython's parser runs out of stack (MemoryError) or the tree builder out of
-        # recursion (RecursionError) on absurdly nested code.
-        raise SyntaxError("nested too deeply to parse") from None
-
-
-@dataclass(frozen=True, eq=False)
-class ParsedModule:
-    """One parsed source file: its tree (None when it cannot be parsed, `error` says
-    why) and, by name, the first top-level statement binding that name, which is the
-    statement `check_source` judges a reference by.
-
-    The tree is shared by every caller and every thread: read it, never change it.
-    `derive` keeps whatever a caller computes from the tree alongside it, so the work
-    is done once per parse and dropped with it. Compared by identity: one per parse.
-    """
-
-    path: Path
-    tree: ast.Module | None
-    error: str = ""
-    definitions: Mapping[str, ast.stmt] = field(default_factory=lambda: MappingProxyType({}))
-    size: int = 0
-    _derived: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def derive(self, make: Callable[[ast.Module], _T]) -> _T:
-        """`make(tree)`, computed once per parsed file (the tree must be there)."""
-        assert self.tree is not None, "derive() on a file that did not parse"
-        with self._lock:
-            if make not in self._derived:
-                self._derived[make] = make(self.tree)
-            return cast(_T, self._derived[make])
-
-
-_StatKey = tuple[int, int, int, int, int]
-
-
-class ParsedSources:
-    """Parsed files, least recently used first; at most `max_files` of them and
-    `max_bytes` of source, except that the file just parsed is always kept (a module
-    bigger than the budget must still be parsed once per command, not once per tool).
-
-    An entry is used only while the file's device, inode, size, mtime and ctime are
-    those read before it was parsed, so an edited file is parsed again; ctime cannot
-    be set back by a tool, so a rewrite within one mtime tick is still seen.
-    """
-
-    def __init__(
-        self, max_files: int = MAX_CACHED_FILES, max_bytes: int = MAX_CACHED_SOURCE_BYTES
-    ) -> None:
-        self.max_files = max_files
-        self.max_bytes = max_bytes
-        self.parses = 0
-        self._entries: OrderedDict[Path, tuple[_StatKey, ParsedModule]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, path: Path) -> ParsedModule:
-        path = Path(os.path.abspath(path))
-        try:
-            info = path.stat()
-        except OSError as e:
-            return ParsedModule(path, None, f"cannot parse {path.name} ({e})")
-        key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        with self._lock:
-            cached = self._entries.get(path)
-            if cached is not None and cached[0] == key:
-                self._entries.move_to_end(path)
-                return cached[1]
-        parsed = _parse_file(path)
-        with self._lock:
-            self.parses += 1
-            self._put(path, key, parsed)
-        return parsed
-
-    def _put(self, path: Path, key: _StatKey, parsed: ParsedModule) -> None:
-        old = self._entries.pop(path, None)
-        if old is not None:
-            self._bytes -= old[1].size
-        self._entries[path] = (key, parsed)
-        self._bytes += parsed.size
-        while len(self._entries) > 1 and (
-            len(self._entries) > self.max_files or self._bytes > self.max_bytes
-        ):
-            _, (_, evicted) = self._entries.popitem(last=False)
-            self._bytes -= evicted.size
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-_SOURCES = ParsedSources()
-
-
-def parsed_module(path: Path) -> ParsedModule:
-    """`path` parsed, from the process-wide cache when the file has not changed."""
-    return _SOURCES.get(path)
-
-
-def source_cache() -> ParsedSources:
-    """The process-wide cache (benchmarks and tests read `parses`, or `clear()` it)."""
-    return _SOURCES
-
-
-def _parse_file(path: Path) -> ParsedModule:
-    try:
-        source = path.read_bytes()
-        tree = parse_source(source, filename=str(path))
-    except (OSError, SyntaxError, ValueError) as e:
-        if isinstance(e, SyntaxError):
-            reason = f"line {e.lineno}: {e.msg}" if e.lineno else e.msg
-        else:
-            reason = str(e)
-        return ParsedModule(path, None, f"cannot parse {path.name} ({reason})")
-    return ParsedModule(path, tree, definitions=_first_bindings(tree), size=len(source))
-
-
-def _first_bindings(tree: ast.Module) -> Mapping[str, ast.stmt]:
-    """Each top-level name with the first statement that defines, assigns or imports
-    it: the statement a reference to that name is judged by."""
-    first: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        for name in _bound_names(node):
-            first.setdefault(name, node)
-    return MappingProxyType(first)
-
-
-def _bound_names(node: ast.stmt) -> list[str]:
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
-    if isinstance(node, ast.AnnAssign):
-        return [node.target.id] if isinstance(node.target, ast.Name) else []
-    if isinstance(node, ast.ImportFrom | ast.Import):
-        return [alias.asname or alias.name.split(".")[0] for alias in node.names]
-    return []
 
 
 @dataclass(frozen=True)
@@ -252,9 +110,11 @@ class ModuleLocation:
 _LOCATIONS: StampedCache[ModuleLocation] = StampedCache()
 
 
-def locate_module(module: str, roots: Sequence[Path]) -> ModuleLocation:
+def locate_module(module: str, roots: Sequence[Path], *, _hops: int = 0) -> ModuleLocation:
     """`_find_location`, looked up once per module and reused while the directories
     searched and the files found stat the same (`assembler.stamped`)."""
+    if _hops:  # a module found through another's import: its own answer is kept
+        return _find_location(module, roots, _hops=_hops)
     searched = [str(r) for r in roots] + [p for p in sys.path if p]
 
     def find() -> tuple[ModuleLocation, list[str] | None]:
@@ -269,7 +129,7 @@ def location_cache() -> StampedCache[ModuleLocation]:
     return _LOCATIONS
 
 
-def _find_location(module: str, roots: Sequence[Path]) -> ModuleLocation:
+def _find_location(module: str, roots: Sequence[Path], *, _hops: int = 0) -> ModuleLocation:
     """Find `module` in `roots` first, then on `sys.path`, without importing anything.
 
     A module in a project directory that is not plain `.py` source (a `.pyc`, an
@@ -277,6 +137,10 @@ def _find_location(module: str, roots: Sequence[Path]) -> ModuleLocation:
     rather than trusted or run. (One found through `sys.path` that merely lies below
     a project directory, such as a virtual environment inside the repository, still
     needs trust, but may be compiled.)
+
+    Below a plain module (not a package), a name is the module that module imports
+    under that name: `os.path` is the `posixpath` that `os` imports as `path`
+    (`_imported_module`); importing reaches it the same way (`import_located`).
     """
     resolved_roots = [r.resolve() for r in roots]
     search: list[str] = [str(r) for r in roots] + [p for p in sys.path if p]
@@ -291,11 +155,28 @@ def _find_location(module: str, roots: Sequence[Path]) -> ModuleLocation:
                 top = _spec_location(spec)
         else:
             locations = list(spec.submodule_search_locations or []) if spec else []
+            if not locations and spec is not None and spec.origin and _hops < 8:
+                alias = _imported_module(Path(spec.origin), parts[depth - 1], parts[: depth - 1])
+                imported = locate_module(alias, roots, _hops=_hops + 1) if alias else None
+                if imported is not None and not imported.problem:  # a module, not a function
+                    rest = parts[depth:]
+                    inner = (
+                        locate_module(".".join([alias, *rest]), roots, _hops=_hops + 1)
+                        if rest
+                        else imported
+                    )
+                    return _through(module, inner, top, resolved_roots)
             spec = PathFinder.find_spec(name, locations) if locations else None
         if spec is None:
             if depth == 1 and name in sys.builtin_module_names:
                 return ModuleLocation(module)
-            if depth > 1:
+            if depth > 1 and not locations:
+                parent = ".".join(parts[: depth - 1])
+                problem = (
+                    f"module `{name}` not found: `{parent}` is a module, not a package, "
+                    f"and imports no module as `{parts[depth - 1]}`"
+                )
+            elif depth > 1:
                 package = ".".join(parts[: depth - 1])
                 problem = f"module `{name}` not found in package `{package}`"
             else:
@@ -331,6 +212,47 @@ def _find_location(module: str, roots: Sequence[Path]) -> ModuleLocation:
             "in a project directory is refused, since nothing can check what it runs"
         )
     return ModuleLocation(module, path, target, found_roots, problem, top)
+
+
+def _imported_module(source: Path, name: str, parent: list[str]) -> str:
+    """The module that the plain module at `source` (named `parent`) binds to `name`
+    by its first module-level import of it (`import posixpath as path`,
+    `from pkg import mod as name`), or "" when it binds none that way."""
+    if source.suffix != ".py":
+        return ""
+    parsed = parsed_module(source)
+    node = parsed.definitions.get(name)
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if (alias.asname or alias.name.split(".")[0]) == name:
+                return alias.name if alias.asname else name
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:  # relative to the package that holds `parent`
+            package = parent[: len(parent) - node.level]
+            base = ".".join([*package, *([base] if base else [])])
+        for alias in node.names:
+            if (alias.asname or alias.name) == name and base:
+                return f"{base}.{alias.name}"
+    return ""
+
+
+def _through(
+    module: str, inner: ModuleLocation, top: Path | None, roots: Sequence[Path]
+) -> ModuleLocation:
+    """`module`, found as the module its parent imports (`inner`): `inner`'s file,
+    with the project directories of both (the parent's code runs on import too)."""
+    own = tuple(
+        root
+        for root in roots
+        if top is not None and (_inside(top, root) or _inside(top.resolve(), root))
+    )
+    return replace(
+        inner,
+        module=module,
+        roots=tuple(dict.fromkeys((*own, *inner.roots))),
+        top=top if own or inner.top is None else inner.top,
+    )
 
 
 def _spec_location(spec: ModuleSpec) -> Path | None:
@@ -394,6 +316,12 @@ def check_source(
     node = parsed.definitions.get(name)
     if node is None:
         return Resolution(problem=f"`{module}` has no top-level {kind} `{name}`", source=path)
+    if name in parsed.conditional:
+        return Resolution(
+            uncertain=f"`{module}:{name}` is bound more than once under `if`/`try`: which "
+            "one it is is decided when the module runs, so it is not statically visible",
+            source=path,
+        )
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         if isinstance(node, ast.AsyncFunctionDef) and not allow_async:
             return Resolution(
@@ -425,7 +353,7 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
     if location.problem:
         raise ImportError(location.problem)
     if not location.in_project:
-        return importlib.import_module(location.module)
+        return _import_name(location.module)
     top_name = location.module.partition(".")[0]
     search = [str(root) for root in roots]
     if location.top is not None:
@@ -436,7 +364,7 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
     loaded = sys.modules.get(top_name)
     if loaded is not None:
         if _same_origin(loaded, top_spec):
-            return importlib.import_module(location.module)
+            return _import_name(location.module)
         if top_name not in _PROJECT_MODULES:
             raise ImportError(
                 f"the project module `{top_name}` ({top_spec.origin}) shadows the module "
@@ -462,11 +390,27 @@ def import_located(location: ModuleLocation, roots: Sequence[Path]) -> ModuleTyp
                 sys.modules.pop(top_name, None)
                 raise
             _PROJECT_MODULES.add(top_name)
-            return importlib.import_module(location.module)
+            return _import_name(location.module)
         finally:
             if added:
                 with suppress(ValueError):
                     sys.path.remove(str(home))
+
+
+def _import_name(module: str) -> ModuleType:
+    """`importlib.import_module`, or, where a parent is a plain module, the module it
+    holds under that name (`pkg.tools.helpers` when `pkg.tools` imports `helpers`):
+    the place `locate_module` found it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        parent, _, name = module.rpartition(".")
+        if not parent or e.name != module:
+            raise
+        value = getattr(_import_name(parent), name, None)
+        if isinstance(value, ModuleType):
+            return value
+        raise
 
 
 def import_module(module: str, roots: Sequence[Path]) -> ModuleType:

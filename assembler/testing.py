@@ -16,8 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
 
-from assembler.messages import AssistantMessage, ModelRequest, StreamEvent, ToolCall
-from assembler.providers._common import to_plain
+from assembler.messages import AssistantMessage, ModelRequest, StreamEvent, ToolCall, to_plain
 from assembler.providers.scripted import ScriptedProvider, ScriptStep, Step, stream_reply
 
 __all__ = [

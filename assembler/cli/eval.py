@@ -30,7 +30,8 @@ class _Options:
 
 @click.command(
     "eval",
-    epilog="\b\nExample:\n  assemble eval evals/shipping.eval.yaml --trust --repeat 3\n"
+    epilog="\b\nExample:\n  assemble eval evals/shipping.eval.yaml --trust --out before.jsonl\n"
+    "  assemble eval evals/shipping.eval.yaml --trust --repeat 3 --out after.jsonl\n"
     "  assemble eval --compare before.jsonl after.jsonl",
 )
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))

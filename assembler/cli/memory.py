@@ -47,13 +47,13 @@ def _open(manifest_path: Path, *, read_only: bool = False) -> tuple[Manifest, Me
 
 
 @click.group(
-    cls=SuggestingGroup, epilog="\b\nExample:\n  assemble memory list agents/reviewer.yaml"
+    cls=SuggestingGroup, epilog="\b\nExample:\n  assemble memory list agents/everything.yaml"
 )
 def memory() -> None:
     """List, show, add, remove and consolidate memory records."""
 
 
-@memory.command("list", epilog="\b\nExample:\n  assemble memory list agents/reviewer.yaml")
+@memory.command("list", epilog="\b\nExample:\n  assemble memory list agents/everything.yaml")
 @MANIFEST
 def list_(manifest: Path) -> None:
     """List the records: name, type and description."""
@@ -67,7 +67,7 @@ def list_(manifest: Path) -> None:
         click.echo(terminal_safe(f"{entry.name}\t{entry.type}\t{entry.description}"))
 
 
-@memory.command(epilog="\b\nExample:\n  assemble memory show agents/reviewer.yaml deploy-window")
+@memory.command(epilog="\b\nExample:\n  assemble memory show agents/everything.yaml deploy-window")
 @MANIFEST
 @click.argument("name")
 def show(manifest: Path, name: str) -> None:
@@ -84,7 +84,7 @@ def show(manifest: Path, name: str) -> None:
 
 @memory.command(
     epilog="\b\nExample:\n"
-    "  assemble memory add agents/reviewer.yaml --name deploy-window "
+    "  assemble memory add agents/everything.yaml --name deploy-window "
     '--description "When deploys may happen" --body "Never on Fridays."'
 )
 @MANIFEST
@@ -118,7 +118,9 @@ def add(
         click.echo(f"added {name}")
 
 
-@memory.command(epilog="\b\nExample:\n  assemble memory remove agents/reviewer.yaml deploy-window")
+@memory.command(
+    epilog="\b\nExample:\n  assemble memory remove agents/everything.yaml deploy-window"
+)
 @MANIFEST
 @click.argument("name")
 def remove(manifest: Path, name: str) -> None:
@@ -129,7 +131,7 @@ def remove(manifest: Path, name: str) -> None:
     click.echo(f"removed {name}")
 
 
-@memory.command(epilog="\b\nExample:\n  assemble memory consolidate agents/reviewer.yaml --trust")
+@memory.command(epilog="\b\nExample:\n  assemble memory consolidate agents/everything.yaml --trust")
 @MANIFEST
 @click.option("--model", help="Use this model instead of the manifest's: provider:name.")
 @click.option("--trust", is_flag=True, help="Trust the manifest's directory for this run.")
@@ -140,7 +142,7 @@ def consolidate(manifest: Path, model: str | None, trust: bool) -> None:
     The agent is built as `run` builds it (trust, its model and extensions), so a
     provider an extension registers works here too.
 
-    Example: assemble memory consolidate agents/assistant.yaml --model openai:gpt-4o-mini
+    Example: assemble memory consolidate agents/everything.yaml --model openai:gpt-4o-mini
     """
     from assembler.agent import build_agent
 

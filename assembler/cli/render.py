@@ -31,7 +31,9 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
 
 
 @click.command(
-    epilog="\b\nExample:\n  assemble render --dry-run agents/reviewer.yaml\n  assemble render --dry-run --check prompts/reviewer.txt agents/reviewer.yaml"
+    epilog="\b\nExample:\n  assemble render --dry-run agents/shipping-fixer.yaml\n"
+    "  assemble render --dry-run --write prompt.txt agents/shipping-fixer.yaml\n"
+    "  assemble render --dry-run --check prompt.txt agents/shipping-fixer.yaml"
 )
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(

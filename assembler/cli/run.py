@@ -33,9 +33,9 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
 
 @click.command(
     epilog="\b\nExample:\n"
-    '  assemble run agents/reviewer.yaml -p "review the last commit"\n'
-    '  git diff | assemble run agents/reviewer.yaml -p "review this diff"\n'
-    "  assemble run agents/reviewer.yaml --continue"
+    '  assemble run agents/team/reviewer.yaml -p "review the last commit"\n'
+    '  git diff | assemble run agents/team/reviewer.yaml -p "review this diff"\n'
+    "  assemble run agents/team/reviewer.yaml --continue"
 )
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(

@@ -9,7 +9,7 @@ import click
 
 
 @click.command(
-    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ skills/"
+    epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ examples/shipping/skills/"
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -42,7 +42,7 @@ def validate(
     """
     from assembler.eval.load import validate_eval_file
     from assembler.text import terminal_safe, terminal_safe_json
-    from assembler.validation.report import FORMATTERS
+    from assembler.validation.report import FORMATTERS, Counted
     from assembler.validation.validator import (
         count_skills,
         find_manifests,
@@ -64,8 +64,9 @@ def validate(
     # a sub-agent, or an agent an eval file uses, is validated more than once: each
     # issue is reported once
     issues = list(dict.fromkeys(issues))
-    counted = sum(count_skills(skill) for skill in skills)
-    report = FORMATTERS[output_format](issues, len(files), counted)
+    evals = sum(1 for file in files if is_eval_file(file))
+    counted = Counted(len(files) - evals, evals, sum(count_skills(skill) for skill in skills))
+    report = FORMATTERS[output_format](issues, counted)
     # messages quote the manifests, which anyone may have written: never obeyed
     click.echo(terminal_safe_json(report) if output_format == "json" else terminal_safe(report))
     failing = {"error", "warning"} if strict else {"error"}

@@ -211,13 +211,8 @@ class _ManifestBuilder:
         server = item["mcp"]
         if isinstance(server, str):
             if server not in servers:
-                known = ", ".join(f"`{s}`" for s in servers) or "none are declared"
-                self.issues.append(
-                    self.source.issue(
-                        (*path, "mcp"),
-                        f"no MCP server named `{server}` under `tools.servers` ({known})",
-                    )
-                )
+                # Reported by `validation.checks.check_mcp`, which also runs when the
+                # schema found errors elsewhere in the file.
                 return None
             spec = servers[server]
         else:

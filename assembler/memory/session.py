@@ -10,10 +10,11 @@ the model depends on the policy's `injection`:
   message.
 
 Both carry the same block (`format_memories`, which the default `## memory` template
-renders identically): `<relevant_memories>`, then per memory `## name (type)`, its
-description and its body separated by blank lines, then `</relevant_memories>`. The
-markers tell the model where remembered text, which may have come from users, starts
-and ends, so it is not read as instructions.
+renders identically), byte for byte the seed reference's: `<relevant_memories>`, then
+per memory `## name (type)`, its description and its body, then
+`</relevant_memories>`, every part separated from the next by one blank line (the
+prompt tests hold the literal). The markers tell the model where remembered text,
+which may have come from users, starts and ends, so it is not read as instructions.
 
 Either way the selected memory reaches the model exactly once per request: in message
 mode the context message this session added to an earlier request is taken out before
@@ -45,11 +46,11 @@ MEMORY_CLOSE: Final = "</relevant_memories>"
 def format_memories(entries: Sequence[MemoryEntry]) -> str:
     """The memory block: the body of the `## memory` section as the default template
     renders it, and the whole of the context message in message mode."""
-    blocks = "\n\n".join(
-        f"## {entry.name} ({entry.type})\n\n{entry.description}\n\n{entry.body}"
-        for entry in entries
-    )
-    return f"{MEMORY_OPEN}\n{blocks}\n{MEMORY_CLOSE}"
+    parts = [MEMORY_OPEN]
+    for entry in entries:
+        parts += [f"## {entry.name} ({entry.type})", entry.description, entry.body]
+    parts.append(MEMORY_CLOSE)
+    return "\n\n".join(parts)
 
 
 class MemorySession:

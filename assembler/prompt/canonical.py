@@ -24,7 +24,7 @@ from typing import cast
 
 from assembler.errors import PromptContextError
 
-__all__ = ["canonical_json"]
+__all__ = ["canonical_json", "context_problems"]
 
 _MAX_SAFE_INT = 2**53 - 1
 _FLOAT_EXACT_LIMIT = 9007199254740992.0  # 2.0**53: integral floats below print as ints
@@ -58,6 +58,55 @@ def canonical_json(value: object) -> str:
         return _object(value, set())
     except _Invalid as error:
         raise PromptContextError(error.message, _format_path(error.segments)) from None
+
+
+def context_problems(value: object) -> list[PromptContextError]:
+    """Every value `canonical_json` would refuse, each with its JSON path, for
+    `assemble validate` to report all at once (`canonical_json` stops at the first,
+    since it runs on every cache key). Leaves are judged by the same encoder."""
+    if not isinstance(value, dict):
+        return [
+            PromptContextError(
+                f"the context must be a JSON object (a mapping), not {_a_type(value)}"
+            )
+        ]
+    found: list[PromptContextError] = []
+    _collect(value, [], set(), found)
+    return found
+
+
+def _collect(
+    value: object, segments: list[str | int], active: set[int], found: list[PromptContextError]
+) -> None:
+    """Walk containers (checking keys and cycles as `_object`/`_array` do); hand each
+    leaf to `_encode` and record what it refuses. `segments` run outermost first."""
+
+    def refuse(message: str) -> None:
+        found.append(PromptContextError(message, _format_path(segments[::-1])))
+
+    if not isinstance(value, dict | list | tuple):
+        try:
+            _encode(value, active)
+        except _Invalid as error:
+            refuse(error.message)
+        return
+    if id(value) in active:
+        kind = "object" if isinstance(value, dict) else "list"
+        refuse(f"this {kind} contains itself (a reference cycle); JSON cannot hold it")
+        return
+    active.add(id(value))
+    try:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    _collect(item, [*segments, key], active, found)
+                else:
+                    refuse(_key_message(key))
+        else:
+            for index, item in enumerate(value):
+                _collect(item, [*segments, index], active, found)
+    finally:
+        active.discard(id(value))
 
 
 def _encode(value: object, active: set[int]) -> str:

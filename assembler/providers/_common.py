@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -24,6 +24,7 @@ from assembler.messages import (
     ToolChoice,
     ToolResultMessage,
     UserMessage,
+    to_plain,
 )
 from assembler.text import json_type_name, one_line
 
@@ -62,15 +63,6 @@ def tool_call_from_raw(call_id: str, name: str, raw: str) -> ToolCall:
     return ToolCall(
         id=call_id, name=name, arguments=arguments, raw_arguments=raw, arguments_error=error
     )
-
-
-def to_plain(value: Any) -> Any:
-    """Deep-copy mappings and sequences into dicts and lists, as the SDKs serialise them."""
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [to_plain(v) for v in value]
-    return value
 
 
 async def stream_with_one_retry(

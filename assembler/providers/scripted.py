@@ -1,42 +1,27 @@
 """A provider that replays a script of replies: deterministic runs without a model.
 
 Used by `--model scripted:...` with `options.script` (a YAML file) for demos, CI and
-bug reports, and by `assembler.testing` for users' own tests. A script is a list of
-steps, each one assistant reply:
-
-    - text: "Let me look."
-      tool_calls:
-        - {name: read, arguments: {path: README.md}}
-    - text: "It is a README."
-
-A step may also carry `id` (a label shown in errors), `usage`
-(`{input_tokens, output_tokens}`), and a tool call its own `id`; `arguments` given as a
-string is taken as the model's raw text, so a script can replay malformed JSON.
+bug reports, and by `assembler.testing` for users' own tests. The script's format,
+and reading it, are in `assembler.providers.script_file`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
 
-import yaml
-
-from assembler.errors import Issue, ManifestError, ProviderError
+from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
     ModelRequest,
     ResponseDone,
     StreamEvent,
     TextDelta,
-    ToolCall,
     Usage,
 )
-from assembler.providers._common import to_plain, tool_call_from_raw
+from assembler.providers.script_file import ScriptStep, Step, load_script, parse_steps
 
 __all__ = [
     "ScriptStep",
@@ -47,150 +32,6 @@ __all__ = [
     "split_text",
     "stream_reply",
 ]
-
-Step = Mapping[str, Any] | AssistantMessage | str
-"""A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
-
-_STEP_KEYS = ("text", "tool_calls", "id", "usage")
-_CALL_KEYS = ("name", "arguments", "id")
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-
-
-@dataclass(frozen=True)
-class ScriptStep:
-    """One scripted reply, validated."""
-
-    message: AssistantMessage
-    label: str = ""
-    usage: Usage = field(default_factory=Usage)
-
-    def describe(self) -> str:
-        """A short summary for error messages: `text 'Hello' + read(...)`."""
-        parts: list[str] = []
-        if self.message.text:
-            snippet = (
-                self.message.text
-                if len(self.message.text) <= 40
-                else (self.message.text[:39] + "…")
-            )
-            parts.append(f"text {snippet!r}")
-        parts.extend(f"{call.name}(...)" for call in self.message.tool_calls)
-        body = " + ".join(parts) or "empty reply"
-        return f"[{self.label}] {body}" if self.label else body
-
-
-def load_script(path: str | Path) -> list[ScriptStep]:
-    """Read and validate a YAML script; `ManifestError` names the file and the step."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ManifestError([Issue(file=file, message=f"cannot read script: {e.strerror}")]) from e
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        problem = getattr(e, "problem", None) or str(e)
-        raise ManifestError(
-            [Issue(file=file, line=line, column=column, message=f"invalid YAML: {problem}")]
-        ) from e
-    if isinstance(raw, Mapping) and set(raw) == {"steps"}:
-        raw = raw["steps"]
-    return parse_steps(raw, source=file)
-
-
-def parse_steps(raw: object, *, source: str = "<steps>") -> list[ScriptStep]:
-    """Validate steps given as data; every problem is reported at once."""
-    if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Iterable):
-        raise ManifestError(
-            [Issue(file=source, message="a script must be a list of steps (text / tool_calls)")]
-        )
-    issues: list[Issue] = []
-    steps = [_parse_step(item, i, source, issues) for i, item in enumerate(raw)]
-    if issues:
-        raise ManifestError(issues)
-    return steps
-
-
-def _parse_step(item: object, index: int, source: str, issues: list[Issue]) -> ScriptStep:
-    where = f"[{index}]"
-
-    def problem(message: str, path: str = "") -> None:
-        issues.append(Issue(file=source, message=f"step {index + 1}: {message}", path=where + path))
-
-    if isinstance(item, ScriptStep):
-        return item
-    if isinstance(item, AssistantMessage):
-        return ScriptStep(item)
-    if isinstance(item, str):
-        return ScriptStep(AssistantMessage(text=item))
-    if not isinstance(item, Mapping):
-        problem("must be a mapping with `text` and/or `tool_calls`")
-        return ScriptStep(AssistantMessage())
-    unknown = sorted(str(k) for k in item if k not in _STEP_KEYS)
-    if unknown:
-        problem(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_STEP_KEYS)}")
-    if "text" not in item and "tool_calls" not in item:
-        problem("needs `text`, `tool_calls`, or both")
-    text = item.get("text", "")
-    if not isinstance(text, str):
-        problem("`text` must be a string", ".text")
-        text = ""
-    label = item.get("id", "")
-    if not isinstance(label, str | int):
-        problem("`id` must be a string", ".id")
-        label = ""
-    raw_calls = item.get("tool_calls") or []
-    calls: list[ToolCall] = []
-    if not isinstance(raw_calls, list):
-        problem("`tool_calls` must be a list", ".tool_calls")
-    else:
-        for j, raw_call in enumerate(raw_calls):
-            call = _parse_call(raw_call, f".tool_calls[{j}]", problem)
-            if call is not None:
-                calls.append(call)
-    usage = Usage()
-    raw_usage = item.get("usage")
-    if raw_usage is not None:
-        if (
-            isinstance(raw_usage, Mapping)
-            and set(raw_usage) <= set(_USAGE_KEYS)
-            and all(isinstance(raw_usage.get(k, 0), int) for k in _USAGE_KEYS)
-        ):
-            usage = Usage(**{k: raw_usage.get(k, 0) for k in _USAGE_KEYS})
-        else:
-            problem(
-                "`usage` must be {input_tokens: int, output_tokens: int} "
-                "(optionally cache_read_tokens, cache_write_tokens)",
-                ".usage",
-            )
-    return ScriptStep(AssistantMessage(text=text, tool_calls=tuple(calls)), str(label), usage)
-
-
-def _parse_call(raw: object, where: str, problem: Callable[[str, str], None]) -> ToolCall | None:
-    if not isinstance(raw, Mapping):
-        problem("a tool call must be a mapping with `name` and `arguments`", where)
-        return None
-    unknown = sorted(str(k) for k in raw if k not in _CALL_KEYS)
-    if unknown:
-        problem(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_CALL_KEYS)}", where)
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        problem("a tool call needs a `name` (a non-empty string)", where + ".name")
-        return None
-    call_id = raw.get("id", "")
-    if not isinstance(call_id, str):
-        problem("a tool call `id` must be a string", where + ".id")
-        call_id = ""
-    arguments = raw.get("arguments", {})
-    if isinstance(arguments, str):
-        return tool_call_from_raw(call_id, name, arguments)
-    if not isinstance(arguments, Mapping):
-        problem("`arguments` must be a mapping (or a string of raw JSON)", where + ".arguments")
-        return None
-    plain = to_plain(arguments)
-    return ToolCall(call_id, name, plain, raw_arguments=json.dumps(plain, ensure_ascii=False))
 
 
 def split_text(text: str, parts: int = 3) -> list[str]:

@@ -19,9 +19,11 @@ from typing import Any, Protocol
 from assembler.errors import Issue
 from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import TOOL_NAME, AgentToolSet, Limits, Manifest
+from assembler.manifest.yaml_source import JsonPath
 from assembler.validation.checks import CheckContext
 
 DEFAULT_MAX_DEPTH = Limits().max_agent_depth
+CYCLE = "sub-agents form a cycle"
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,7 @@ def check_agent_tree(
         child: Manifest | None
         if resolved in chain or remaining < 1:
             if resolved in chain:
-                loop = (*chain[chain.index(resolved) :], resolved)
-                yield ctx.issue(at, f"sub-agents form a cycle: {describe_chain(loop)}")
+                yield cycle_issue(ctx, at, (*chain[chain.index(resolved) :], resolved))
             else:
                 allowed = len(chain) - 1 + remaining
                 yield ctx.issue(
@@ -112,8 +113,12 @@ def check_agent_tree(
         else:
             report = validate(target, lineage=Lineage(chain, remaining - 1, limited_by))
             yield from report.issues
-            errors = sum(1 for issue in report.issues if issue.severity == "error")
-            if errors:
+            errors = sum(
+                1
+                for issue in report.issues
+                if issue.severity == "error" and not issue.message.startswith(CYCLE)
+            )
+            if errors:  # a cycle is one error, naming every manifest on it: no echo here
                 count = f"{errors} error{'' if errors == 1 else 's'}"
                 yield ctx.issue(at, f"sub-agent {written} has {count} (reported at its own lines)")
             child = report.manifest
@@ -138,6 +143,39 @@ def check_agent_tree(
                     "tool name (letters, digits, `_`, `.` and `-`, not starting with a digit); "
                     "set `name:`",
                 )
+
+
+def cycle_issue(ctx: CheckContext, at: JsonPath, loop: tuple[Path, ...]) -> Issue:
+    """One error per cycle, whichever of its manifests validation started from.
+
+    The loop is turned to start at its first manifest in path order and reported at
+    the edge that closes it (in the manifest before that one), so a cycle found from
+    `a.yaml` and the same cycle found from `b.yaml` are the same issue, and
+    `assemble validate` (which reports each issue once) shows it once."""
+    members = loop[:-1]
+    start = members.index(min(members, key=str))
+    turned = (*members[start:], *members[:start], members[start])
+    message = f"{CYCLE}: {describe_chain(turned)}"
+    source, target = turned[-2], turned[-1]
+    if source == ctx.path.resolve() and ctx.resolve(_written(ctx.data, at)).resolve() == target:
+        return ctx.issue(at, message)
+    document = parse_manifest(
+        source, unset_variables="warning", display=shown_path(source)
+    ).document
+    if document is not None and isinstance(document.data, dict):
+        for index, item in agent_entries(document.data):
+            if _target(source, item["agent"]) == target:
+                return document.source.issue(("tools", "sets", index, "agent"), message)
+    return ctx.issue(at, message)  # the file changed under us: report where it was found
+
+
+def _written(data: Mapping[str, Any], at: JsonPath) -> str:
+    """The `agent:` value at `at` (`tools.sets[i].agent`) of a raw document."""
+    return str(data["tools"]["sets"][at[2]]["agent"])
+
+
+def _target(manifest: Path, written: str) -> Path:
+    return Path(os.path.normpath(manifest.parent / os.path.expanduser(written))).resolve()
 
 
 def _raw_name(path: Path) -> str | None:

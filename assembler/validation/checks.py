@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assembler.errors import Issue, PromptContextError
+from assembler.errors import Issue, ManifestError, PromptContextError
 from assembler.manifest.yaml_source import JsonPath
 from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
@@ -49,15 +49,20 @@ __all__ = ["ALL_CHECKS", "CheckContext", "active_tool_names", "check_path_names"
 
 
 def check_context(ctx: CheckContext) -> Iterator[Issue]:
+    """Every value the prompt's canonical JSON would refuse (each NaN, each infinity),
+    at its own line."""
     context = ctx.data.get("context")
     if not isinstance(context, dict):
         return
-    from assembler.prompt.canonical import canonical_json
+    from assembler.prompt.canonical import context_problems
 
-    try:
-        canonical_json(context)
-    except PromptContextError as e:
-        yield ctx.issue(("context", *_parse_json_path(e.path)), str(e.args[0]).rsplit(" at ", 1)[0])
+    for problem in context_problems(context):
+        yield ctx.issue(("context", *_parse_json_path(problem.path)), _without_path(problem))
+
+
+def _without_path(error: PromptContextError) -> str:
+    """The message alone: the issue shows the path in its own field."""
+    return str(error.args[0]).removesuffix(f" at {error.path}")
 
 
 _PATH_PART = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
@@ -118,6 +123,19 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
         elif not is_file(ctx.resolve(script)):
             where = ("model", "script") if isinstance(raw, dict) and "script" in raw else ("model",)
             yield ctx.issue(where, f"script file {script} not found")
+        else:
+            yield from _script_issues(ctx.resolve(script))
+
+
+def _script_issues(script: Path) -> Iterator[Issue]:
+    """The replay's own problems, at its own lines: what `run` would refuse. A script is
+    data (replies), never code, so reading it is within what `validate` may do."""
+    from assembler.providers.script_file import load_script
+
+    try:
+        load_script(script, display(script))
+    except ManifestError as e:
+        yield from e.issues
 
 
 def _check_tool_choice(ctx: CheckContext, choice: Any) -> Iterator[Issue]:
@@ -283,6 +301,12 @@ def check_mcp(ctx: CheckContext) -> Iterator[Issue]:
     for index, item in enumerate(items(tools.get("sets"))):
         if isinstance(item, dict) and isinstance(item.get("mcp"), dict):
             declared.append((("tools", "sets", index, "mcp"), item["mcp"]))
+        elif isinstance(mapping(item).get("mcp"), str) and item["mcp"] not in servers:
+            known = ", ".join(f"`{s}`" for s in servers) or "none are declared"
+            yield ctx.issue(
+                ("tools", "sets", index, "mcp"),
+                f"no MCP server named `{item['mcp']}` under `tools.servers` ({known})",
+            )
     for at, spec in declared:
         command = spec.get("command")
         if (

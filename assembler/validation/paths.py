@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import Issue
+from assembler.manifest.model import Limits
 from assembler.manifest.yaml_source import JsonPath
 from assembler.validation.context import (
     CheckContext,
@@ -72,18 +73,26 @@ def check_path_names(ctx: CheckContext) -> Iterator[Issue]:
     """A name longer than the file system allows is reported once, here, at its field;
     the checks after this one skip that field (every stat of it would fail)."""
     for at, value in path_fields(ctx.data):
-        encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
-        longest = max(encoded, key=len)
-        if len(longest) > MAX_NAME_BYTES:
-            shown = longest.decode("utf-8", "replace")
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."
-            yield ctx.issue(
-                at,
-                f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
-                f"at most {MAX_NAME_BYTES} bytes per name",
-            )
-        elif sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
-            yield ctx.issue(at, f"the path is longer than {MAX_PATH_BYTES:,} bytes")
+        problem = path_name_problem(value)
+        if problem is not None:
+            yield ctx.issue(at, problem)
+
+
+def path_name_problem(value: str) -> str | None:
+    """Why the file system cannot take the path `value` (a name over 255 bytes, a path
+    over 4,096), or None. Eval files use it too."""
+    encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
+    longest = max(encoded, key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        shown = longest.decode("utf-8", "replace")
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return (
+            f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
+            f"at most {MAX_NAME_BYTES} bytes per name"
+        )
+    if sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
+        return f"the path is longer than {MAX_PATH_BYTES:,} bytes"
+    return None
 
 
 def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
@@ -92,26 +101,36 @@ def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
     if not is_dir(where):
         yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {dir_state(where)}")
         return
-    # A workspace is where the file tools may write and `bash` runs: the whole disk or
-    # the home directory is almost surely a mistake (`workspace: /`, `~`).
+    broad = broad_workspace(where)
+    if broad is not None:
+        yield ctx.issue(("workspace",) if raw else (), broad, "warning")
+
+
+def broad_workspace(where: Path) -> str | None:
+    """The warning for a workspace that is the whole disk or the home directory, or None.
+
+    A workspace is where the file tools may write and `bash` runs: either is almost
+    surely a mistake (`workspace: /`, `~`). Eval files warn the same way."""
     resolved = Path(os.path.realpath(where))
     home = Path(os.path.realpath(os.path.expanduser("~")))
-    if resolved == Path(resolved.anchor) or resolved == home:
-        what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
-        yield ctx.issue(
-            ("workspace",) if raw else (),
-            f"the workspace is {what} ({resolved}): the file tools could then read and change "
-            "every file in it; point `workspace` at the project",
-            "warning",
-        )
+    if resolved != Path(resolved.anchor) and resolved != home:
+        return None
+    what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
+    return (
+        f"the workspace is {what} ({resolved}): the file tools could then read and change "
+        "every file in it; point `workspace` at the project"
+    )
 
 
 def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
-    """Declared context files exist; a link that cannot be followed (a loop) is
-    reported even for the default `AGENTS.md`, since `render` and `run` skip it."""
+    """What `render` and `run` would do other than show a context file whole: skip
+    it (missing, outside the workspace, a link that cannot be followed) or cut it
+    (over `limits.context_file_max_bytes`). A problem of the default `AGENTS.md` is
+    reported only when the file is there but unusable."""
     workspace = ctx.workspace()
     declared = "context_files" in ctx.data
     names = items(ctx.data.get("context_files")) if declared else ["AGENTS.md"]
+    limit = _context_file_limit(ctx.data)
     for index, name in enumerate(names):
         if not isinstance(name, str):
             continue
@@ -123,7 +142,26 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
             else ()
         )
         path = workspace / name
+        outside = _outside(workspace, path)
+        if outside:
+            if declared or exists(path):
+                yield ctx.issue(
+                    at,
+                    f"context file {name} is outside the workspace ({outside}); "
+                    "`render` and `run` skip it",
+                    "warning",
+                )
+            continue
         if is_file(path):
+            size = _size(path)
+            if size > limit:
+                yield ctx.issue(
+                    at,
+                    f"context file {name} is {size:,} bytes, over "
+                    f"`limits.context_file_max_bytes` ({limit:,}); the prompt shows only "
+                    f"the first {limit:,}",
+                    "warning",
+                )
             continue
         if os.path.islink(path):
             yield ctx.issue(
@@ -135,3 +173,28 @@ def check_context_files(ctx: CheckContext) -> Iterator[Issue]:
         elif declared:
             state = "is not a regular file" if exists(path) else "not found in the workspace"
             yield ctx.issue(at, f"context file {name} {state}", "warning")
+
+
+def _context_file_limit(data: Mapping[str, Any]) -> int:
+    value = mapping(data.get("limits")).get("context_file_max_bytes")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return Limits().context_file_max_bytes
+
+
+def _outside(workspace: Path, path: Path) -> str:
+    """Where `path` leads when that is outside `workspace` (as the resource loader
+    judges it: both resolved, links followed), else ""."""
+    try:
+        root = workspace.resolve()
+        target = Path(os.path.normpath(path)).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return ""  # a loop or an impossible name: reported as not followable below
+    return "" if target.is_relative_to(root) else str(target)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except (OSError, ValueError):
+        return 0

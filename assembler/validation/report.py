@@ -4,34 +4,63 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from assembler.errors import Issue
 
 
-def _counted(files: int, skills: int) -> str:
-    """`1 manifest`, `2 skills`, `1 manifest and 2 skills`."""
-    parts = []
-    if files or not skills:
-        parts.append(f"{files} manifest" + ("" if files == 1 else "s"))
-    if skills:
-        parts.append(f"{skills} skill" + ("" if skills == 1 else "s"))
-    return " and ".join(parts)
+@dataclass(frozen=True)
+class Counted:
+    """What one `assemble validate` run checked, by kind, for the summary line."""
+
+    manifests: int = 0
+    eval_files: int = 0
+    skills: int = 0
+
+    @property
+    def files(self) -> int:
+        """Manifests and eval files (the `files` of `--format json`)."""
+        return self.manifests + self.eval_files
+
+    def __str__(self) -> str:
+        """`1 manifest`, `2 skills`, or `3 files: 1 manifest, 1 eval file, 1 skill`."""
+        parts = [
+            _plural(count, noun)
+            for count, noun in (
+                (self.manifests, "manifest"),
+                (self.eval_files, "eval file"),
+                (self.skills, "skill"),
+            )
+            if count
+        ]
+        if len(parts) > 1:
+            return f"{self.files + self.skills} files: " + ", ".join(parts)
+        return parts[0] if parts else "0 manifests"
 
 
-def format_text(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def format_text(issues: Sequence[Issue], counted: Counted) -> str:
     lines = [issue.format() for issue in issues]
     errors = sum(1 for i in issues if i.severity == "error")
     warnings = len(issues) - errors
-    counted = _counted(files, skills)
     if issues:
         lines.append(f"{errors} error(s), {warnings} warning(s) in {counted}")
     else:
-        lines.append(f"{counted} valid")
+        head, colon, kinds = str(counted).partition(": ")
+        lines.append(f"{head} valid{colon}{kinds}")  # `2 files valid: 1 manifest, ...`
     return "\n".join(lines)
 
 
-def format_json(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
-    payload: dict[str, object] = {"files": files, **({"skills": skills} if skills else {})}
+def format_json(issues: Sequence[Issue], counted: Counted) -> str:
+    payload: dict[str, object] = {
+        "files": counted.files,
+        "manifests": counted.manifests,
+        "eval_files": counted.eval_files,
+        **({"skills": counted.skills} if counted.skills else {}),
+    }
     payload |= {
         "errors": sum(1 for i in issues if i.severity == "error"),
         "warnings": sum(1 for i in issues if i.severity == "warning"),
@@ -50,7 +79,7 @@ def format_json(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-def format_github(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
+def format_github(issues: Sequence[Issue], counted: Counted) -> str:
     """`::error file=...,line=...,col=...::message` lines, which GitHub Actions turns
     into annotations on the pull request's diff."""
     lines = []
@@ -63,7 +92,7 @@ def format_github(issues: Sequence[Issue], files: int, skills: int = 0) -> str:
         props.append(f"title={_property('assemble validate')}")
         message = issue.message + (f" [{issue.path}]" if issue.path else "")
         lines.append(f"::{issue.severity} {','.join(props)}::{_data(message)}")
-    lines.append(format_text(issues, files, skills).splitlines()[-1])
+    lines.append(format_text(issues, counted).splitlines()[-1])
     return "\n".join(lines)
 
 

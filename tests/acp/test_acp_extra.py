@@ -58,4 +58,4 @@ def test_help_needs_no_sdk(tmp_path: Path) -> None:
     done = assemble_without("acp", tmp_path, "acp", "--help")
     assert done.returncode == 0, done.stderr
     assert "Agent Client Protocol" in done.stdout
-    assert done.stdout.rstrip().endswith("assemble acp agents/reviewer.yaml --trust")
+    assert done.stdout.rstrip().endswith("assemble acp agents/shipping-fixer.yaml --trust")

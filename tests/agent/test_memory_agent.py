@@ -22,9 +22,9 @@ DEPLOY_BODY = "Never deploy on Friday afternoons; the release train freezes at n
 TEA_BODY = "The user prefers tea over coffee and says so often."
 TESTS_BODY = "Run the tests with python3 -m unittest discover."
 BLOCK = (
-    "<relevant_memories>\n## deploy-window (project)\n\nWhen deploys may happen\n\n"
+    "<relevant_memories>\n\n## deploy-window (project)\n\nWhen deploys may happen\n\n"
     + DEPLOY_BODY
-    + "\n</relevant_memories>"
+    + "\n\n</relevant_memories>"
 )
 
 

@@ -325,7 +325,7 @@ def test_a_child_at_its_own_max_turns_gives_an_error_result(tmp_path: Path) -> N
 
 
 def test_a_bad_task_argument_is_an_error_result(tmp_path: Path) -> None:
-    project(tmp_path, script="")
+    project(tmp_path, script="- text: never sent\n")  # the child is never built
     agent = build(tmp_path, ScriptedModel([tool_call("reviewer", task="  "), text("ok")]))
     (result,) = results(run(collect(agent, "go")))
     assert result.is_error and "needs a `task`" in result.content

@@ -307,7 +307,14 @@ def test_json_format_when_clean(here: Path, capsys: pytest.CaptureFixture[str]) 
     _write(here, {"good.yaml": GOOD})
     outcome = assemble(capsys, "validate", "--format", "json", "good.yaml")
     assert outcome.code == 0
-    assert json.loads(outcome.out) == {"files": 1, "errors": 0, "warnings": 0, "issues": []}
+    assert json.loads(outcome.out) == {
+        "files": 1,
+        "manifests": 1,
+        "eval_files": 0,
+        "errors": 0,
+        "warnings": 0,
+        "issues": [],
+    }
 
 
 def test_github_format_is_workflow_commands(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -338,10 +345,10 @@ def test_github_format_is_workflow_commands(here: Path, capsys: pytest.CaptureFi
 
 def test_github_format_escapes_newlines_in_messages() -> None:
     from assembler.errors import Issue
-    from assembler.validation.report import format_github
+    from assembler.validation.report import Counted, format_github
 
     issue = Issue("a:b.yaml", 1, 2, "error", "two\nlines\r 50%", "x")
-    assert format_github([issue], 1).splitlines()[0] == (
+    assert format_github([issue], Counted(1)).splitlines()[0] == (
         "::error file=a%3Ab.yaml,line=1,col=2,title=assemble validate::two%0Alines%0D 50%25 [x]"
     )
 
@@ -435,3 +442,25 @@ def test_a_file_reached_twice_is_validated_once(
     _write(here, {"agents/bad.yaml": BAD})
     outcome = assemble(capsys, "validate", "agents", "agents/bad.yaml", "./agents/bad.yaml")
     assert outcome.out.splitlines()[-1] == "2 error(s), 0 warning(s) in 1 manifest"
+
+
+def test_the_summary_names_what_it_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    """Manifests, eval files and skills are counted apart (sub-agents and the agent an
+    eval file names are checked too, but counted only when named)."""
+    repo = Path(__file__).resolve().parents[2]
+    eval_file = str(repo / "evals" / "shipping.eval.yaml")
+    outcome = assemble(capsys, "validate", str(repo / "agents" / "team" / "lead.yaml"), eval_file)
+    assert outcome.out.splitlines()[-1] == "2 files valid: 1 manifest, 1 eval file"
+    skills = str(repo / "examples" / "shipping" / "skills")
+    outcome = assemble(capsys, "validate", eval_file, skills, "--format", "json")
+    counts = json.loads(outcome.out)
+    assert (counts["files"], counts["manifests"], counts["eval_files"], counts["skills"]) == (
+        1,
+        0,
+        1,
+        1,
+    )
+    broken = assemble(capsys, "validate", eval_file, str(repo / "agents" / "nowhere.yaml"))
+    assert broken.out.splitlines()[-1] == (
+        "1 error(s), 0 warning(s) in 2 files: 1 manifest, 1 eval file"
+    )

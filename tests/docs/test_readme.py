@@ -1,50 +1,50 @@
-"""Every command and Python example the README shows runs as shown.
+"""The README's examples run as written, and print what the README says they print.
 
-The `sh` blocks' `assemble ...` lines run in order in a private copy of the
-repository (a run edits the example), and the Python examples of the SDK and testing
-sections run there too. Commands that need a real model's API key are expected to
-fail with the message that names the key, which is what a reader without one sees.
+The blocks that can run offline are marked in the README's source (`readme_blocks`
+says how). Each marked block runs in a scratch copy of the repository's examples,
+with a scratch home folder and `/tmp/demo` standing for a scratch copy of its own,
+never in the checkout; commands need no API key and reach no network. A block whose exit
+status or output differs from the README fails with the README line and a diff.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import runpy
-import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from readme_blocks import (
+    README_DEMO,
+    Block,
+    Marked,
+    MarkerError,
+    as_the_readme_writes_it,
+    marked_blocks,
+    mismatch,
+)
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-NEEDS_A_KEY = ("openai:", "anthropic:", "memory consolidate")  # real models
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+COPIED = ("agents", "examples", "evals", "schemas")  # what the README's examples use
+
+
+def _marked() -> Marked | MarkerError:
+    try:
+        return marked_blocks(README.read_text("utf-8"))
+    except MarkerError as e:
+        return e
+
+
+MARKED = _marked()
+NAMES = sorted(MARKED.runs) if isinstance(MARKED, Marked) else []
 
 
 def blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README.read_text(), re.S)
-
-
-def assemble_commands() -> list[str]:
-    commands = []
-    for block in blocks("sh"):
-        for raw in block.splitlines():
-            for part in raw.split(" #", 1)[0].split("&&"):
-                line = part.strip()
-                if line.startswith("assemble "):
-                    commands.append(line)
-    return commands
-
-
-def test_the_readme_shows_the_main_commands() -> None:
-    commands = assemble_commands()
-    for expected in (
-        "assemble validate agents/",
-        "assemble render --dry-run agents/shipping-fixer.yaml",
-    ):
-        assert expected in commands
-    assert any(c.startswith("assemble run ") for c in commands)
 
 
 def test_the_first_lines_are_the_two_setup_commands() -> None:
@@ -56,51 +56,121 @@ def test_the_first_lines_are_the_two_setup_commands() -> None:
     assert second.strip() in ci
 
 
+def test_the_markers_are_well_formed() -> None:
+    if isinstance(MARKED, MarkerError):
+        pytest.fail(str(MARKED))
+    # the tour's main steps stay covered as the README grows
+    for name in ("render", "run-demo", "sessions", "sdk", "testing", "eval"):
+        assert name in MARKED.runs, f"no README block is marked `doc-test: {name}`"
+    assert {"render", "run-demo"} <= set(MARKED.outputs)
+
+
+def test_a_marked_block_that_differs_fails_with_a_diff() -> None:
+    readme = (
+        "<!-- doc-test: hello -->\n```sh\necho hello\n```\n\n"
+        "<!-- doc-test: hello output -->\n```text\nhello\n...\nbye ...\n```\n"
+    )
+    marked = marked_blocks(readme)
+    expected = marked.outputs["hello"].code
+    assert mismatch(expected, "hello\nbye now") == ""
+    assert mismatch(expected, "hello\nthere\nand here\nbye now\nand later") == ""
+    assert "+bye?" in mismatch(expected, "hello\nbye?")
+    assert "-hello" in mismatch(expected, "hullo\nbye")
+    session = "session: 20261130T091903Z-b7f9af.jsonl"
+    assert mismatch(session, "session: 20270101T000000Z-0a1b2c.jsonl") == ""
+    with pytest.raises(MarkerError, match="no block is marked `doc-test: elsewhere`"):
+        marked_blocks("<!-- doc-test: x after elsewhere -->\n```sh\ntrue\n```\n")
+    with pytest.raises(MarkerError, match=r"README\.md:1: the line after"):
+        marked_blocks("<!-- doc-test: x -->\nprose\n")
+
+
 @pytest.mark.slow
-def test_every_assemble_command_runs(shipping: Path) -> None:
-    demo = shipping.parent / "demo"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["PYTHONUTF8"] = "1"
-    executable = [sys.executable, "-m", "assembler"]
-    for command in assemble_commands():
-        argv = [arg.replace("/tmp/demo", str(demo)) for arg in shlex.split(command)[1:]]
-        if argv[:1] == ["run"] and "/tmp/demo" in command:
-            demo.mkdir(exist_ok=True)
-            for name in ("agents", "examples"):
-                subprocess.run(["cp", "-r", str(shipping / name), str(demo)], check=True)
-        done = subprocess.run(
-            [*executable, *argv],
-            cwd=shipping,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+@pytest.mark.parametrize("name", NAMES)
+def test_a_marked_block_runs_as_written(name: str, tmp_path: Path) -> None:
+    assert isinstance(MARKED, Marked)
+    root, demo, home = tmp_path / "agent-assembler", tmp_path / "demo", tmp_path / "home"
+    for folder in COPIED:
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    home.mkdir()
+    for folder in ("agents", "examples"):  # the copy the README's "Run" section makes
+        shutil.copytree(root / folder, demo / folder)
+    before = _checkout_state()
+    printed = ""
+    shown = MARKED.outputs.get(name)
+    for block in MARKED.chain(name):
+        stdout_only = block.name == name and shown is not None and shown.stdout
+        done = _run(block, root, demo, home, stdout_only=stdout_only)
+        printed = done.stdout
+        where = f"README.md:{block.line}: `doc-test: {block.name}`"
+        assert "Traceback" not in printed, f"{where} crashed:\n{printed}"
+        assert done.returncode == block.exit, (
+            f"{where} exited {done.returncode}, the README expects {block.exit}:\n{printed}"
         )
-        assert "Traceback" not in done.stderr, (command, done.stderr)
-        if any(marker in command for marker in NEEDS_A_KEY):
-            assert done.returncode == 1, command
-            assert "_API_KEY" in done.stderr, (command, done.stderr)
-        else:
-            assert done.returncode == 0, (command, done.stdout, done.stderr)
+    assert _checkout_state() == before, "a README block changed the checkout"
+    if shown is not None:
+        actual = as_the_readme_writes_it(printed, checkout=root, demo=demo, home=home)
+        diff = mismatch(shown.code, actual)
+        assert not diff, f"README.md:{shown.line}: `{name}` prints something else:\n{diff}"
 
 
-@pytest.mark.parametrize("section", ["## Python SDK", "## Testing your agents"])
-def test_the_python_examples_run(
-    section: str, shipping: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    text = README.read_text()
-    body = text.split(section, 1)[1]
-    code = re.search(r"```python\n(.*?)```", body, re.S)
-    assert code is not None
-    script = shipping / "example.py"
-    source = code.group(1)
-    if "def test_" in source:
-        name = re.search(r"def (test_\w+)", source)
-        assert name is not None
-        source += f"\n{name.group(1)}()\n"
-    else:  # the SDK example runs the replay: point it at the scripted model, as the manifest does
-        assert "agents/shipping-fixer.yaml" in source
-    script.write_text(source)
-    monkeypatch.chdir(shipping)
-    runpy.run_path(str(script), run_name="__main__")
+def _run(
+    block: Block, root: Path, demo: Path, home: Path, *, stdout_only: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run one block; its output is stdout and stderr together, as a terminal shows
+    them, or stdout alone (stderr then joins it only in a failure message)."""
+    code = block.code.replace(README_DEMO, str(demo))
+    if block.language == "python":
+        script = root / f"readme_{block.name.replace('-', '_')}.py"
+        script.write_text(code, "utf-8")
+        argv = [sys.executable, script.name]
+        if block.pytest:
+            argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", script.name]
+    else:
+        argv = ["bash", "-e", "-o", "pipefail", "-c", code]
+    done = subprocess.run(
+        argv,
+        cwd=root,
+        env=_environment(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if stdout_only else subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if stdout_only and (done.returncode != block.exit or "Traceback" in done.stderr):
+        done.stdout += done.stderr
+    return done
+
+
+def _environment(home: Path) -> dict[str, str]:
+    """A reader's shell without API keys: `assemble` on PATH, the scratch home folder
+    (the default data and config folders below it), no colours."""
+    kept = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY")
+        and not key.startswith(("ASSEMBLER_", "XDG_", "OTEL_"))
+        and key not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+    }
+    scripts = str(Path(sys.executable).parent)
+    return kept | {
+        "HOME": str(home),
+        "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")]),
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUTF8": "1",
+    }
+
+
+def _checkout_state() -> str:
+    """What git sees changed in the checkout (untracked files included)."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else ""

@@ -21,7 +21,7 @@ def messages(path: Path) -> list[str]:
 def test_the_shipped_eval_files_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
     outcome = assemble(capsys, "validate", str(REPO / "evals"))
     assert outcome.code == 0, outcome.out
-    assert outcome.out.strip() == "2 manifests valid"
+    assert outcome.out.strip() == "2 eval files valid"
 
 
 def test_the_published_eval_schema_is_the_package_schema() -> None:
@@ -68,6 +68,11 @@ tasks:
         "bad.eval.yaml:10:9: error: a check is exactly one of `command`, `unchanged`, "
         "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called` "
         "[tasks[0].checks[1]]",
+        # checks the schema accepted are checked although the task is not built
+        "bad.eval.yaml:11:25: error: not a valid regular expression: missing ), unterminated "
+        "subpattern at position 0 [tasks[0].checks[2].answer_matches]",
+        "bad.eval.yaml:12:21: error: `../x` can never match: paths are matched after `..` is "
+        "resolved, so a pattern with `..` never matches [tasks[0].checks[3].unchanged[0]]",
         "bad.eval.yaml:13:9: error: `timeout` belongs to a `command` check [tasks[0].checks[4]]",
         "bad.eval.yaml:14:9: error: task id `a` is already used at bad.eval.yaml:6; ids must "
         "be unique [tasks[1].id]",
@@ -78,6 +83,21 @@ tasks:
         "bad.eval.yaml:17:9: error: a task id is letters, digits, `.`, `_` and `-`, starting "
         "with a letter or digit [tasks[3].id]",
     ]
+
+
+def test_an_invalid_check_is_reported_beside_a_file_level_schema_error(
+    project: Project,
+) -> None:
+    bad = project.root / "version.eval.yaml"
+    bad.write_text(
+        "version: 2\nagent: agent.yaml\ntasks:\n  - id: a\n    prompt: hi\n"
+        '    checks:\n      - answer_matches: "[unclosed"\n'
+    )
+    assert [line.split(": error: ")[0] for line in messages(bad)] == [
+        "version.eval.yaml:1:10",
+        "version.eval.yaml:7:25",
+    ]
+    assert "not a valid regular expression: unterminated character set" in messages(bad)[1]
 
 
 def test_problems_beyond_the_schema(project: Project) -> None:
@@ -189,5 +209,5 @@ def test_validate_finds_eval_files_in_a_directory_and_checks_their_agent(
         "agent.yaml:1:1: error: missing required key `identity`",
         "agent.yaml:3:1: error: unknown key `identiy`; did you mean `identity`? [identiy]",
         "evals/b.eval.yml:1:1: error: missing required key `version`",
-        "3 error(s), 0 warning(s) in 3 manifests",
+        "3 error(s), 0 warning(s) in 3 files: 1 manifest, 2 eval files",
     ]

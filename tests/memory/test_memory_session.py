@@ -66,6 +66,20 @@ def occurrences(text: str, system: str, messages: Sequence[Message]) -> int:
     return system.count(text) + sum(content.count(text) for content in contents)
 
 
+def test_the_context_message_is_the_seed_reference_literal() -> None:
+    """Message mode sends the same block as the prompt, the seed reference's literal."""
+    database = MemoryEntry("database", "project", "{description}", "{body}")
+    following = MemoryEntry("next", "type", "{description}", "{body}")
+    assert format_memories((database,)) == (
+        "<relevant_memories>\n\n## database (project)\n\n{description}\n\n{body}\n\n"
+        "</relevant_memories>"
+    )
+    assert format_memories((database, following)) == (
+        "<relevant_memories>\n\n## database (project)\n\n{description}\n\n{body}\n\n"
+        "## next (type)\n\n{description}\n\n{body}\n\n</relevant_memories>"
+    )
+
+
 def test_format_matches_the_memory_section_of_the_prompt() -> None:
     entries = tuple(MemoryEntry(r.name, r.type, r.description, r.body) for r in RECORDS)
     sections = DynamicPromptRenderer().render_sections(
@@ -75,14 +89,16 @@ def test_format_matches_the_memory_section_of_the_prompt() -> None:
     assert format_memories(entries) == memory.text
     assert format_memories(entries) == (
         "<relevant_memories>\n"
+        "\n"
         "## deploy-staging (project)\n\nHow to deploy to staging\n\n" + DEPLOY_BODY + "\n\n"
         "## prefers-pnpm (user)\n\nThe user prefers pnpm\n\nAlways pnpm, never npm.\n"
+        "\n"
         "</relevant_memories>"
     )
     assert format_memories(entries[:1]) == (
-        "<relevant_memories>\n## deploy-staging (project)\n\nHow to deploy to staging\n\n"
+        "<relevant_memories>\n\n## deploy-staging (project)\n\nHow to deploy to staging\n\n"
         + DEPLOY_BODY
-        + "\n</relevant_memories>"
+        + "\n\n</relevant_memories>"
     )
 
 
@@ -170,8 +186,8 @@ def test_system_mode_leaves_messages_unchanged_and_feeds_the_prompt(
     assert request == messages
     prompt = system_prompt(session.selected())
     assert prompt.endswith(
-        "\n\n## memory\n<relevant_memories>\n## deploy-staging (project)\n\n"
-        "How to deploy to staging\n\n" + DEPLOY_BODY + "\n</relevant_memories>"
+        "\n\n## memory\n<relevant_memories>\n\n## deploy-staging (project)\n\n"
+        "How to deploy to staging\n\n" + DEPLOY_BODY + "\n\n</relevant_memories>"
     )
     assert occurrences(DEPLOY_BODY, prompt, request) == 1
     assert occurrences("<relevant_memories>", prompt, request) == 1

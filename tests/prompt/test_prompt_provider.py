@@ -142,6 +142,7 @@ def test_the_exact_prompt_of_a_small_agent(small_agent: Manifest) -> None:
         "\n"
         "## memory\n"
         "<relevant_memories>\n"
+        "\n"
         "## answer-style (user)\n"
         "\n"
         "How the user wants answers.\n"
@@ -154,6 +155,7 @@ def test_the_exact_prompt_of_a_small_agent(small_agent: Manifest) -> None:
         "\n"
         "The 2024 tariff.\n"
         "No VAT.\n"
+        "\n"
         "</relevant_memories>"
     )
 
@@ -209,8 +211,8 @@ def test_the_memory_source_is_read_on_every_call(small_agent: Manifest) -> None:
     assert "## memory" not in provider()
     selected.append(MEMORIES[1])
     assert provider().endswith(
-        "\n\n## memory\n<relevant_memories>\n## eu-rates (project)\n\n"
-        "Where the rates come from.\n\nThe 2024 tariff.\nNo VAT.\n</relevant_memories>"
+        "\n\n## memory\n<relevant_memories>\n\n## eu-rates (project)\n\n"
+        "Where the rates come from.\n\nThe 2024 tariff.\nNo VAT.\n\n</relevant_memories>"
     )
     selected.clear()
     assert "## memory" not in provider()

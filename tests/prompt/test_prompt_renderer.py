@@ -51,7 +51,9 @@ def inputs(**changes: Any) -> dict[str, Any]:
 def headings(text: str) -> list[str]:
     """The section headings: `## ` lines outside the memory block (whose records have
     `## name (type)` headings of their own)."""
-    outside = re.sub(r"<relevant_memories>\n.*?\n</relevant_memories>", "", text, flags=re.DOTALL)
+    outside = re.sub(
+        r"<relevant_memories>\n\n.*?\n\n</relevant_memories>", "", text, flags=re.DOTALL
+    )
     return re.findall(r"^## (.+)$", outside, flags=re.MULTILINE)
 
 
@@ -102,11 +104,13 @@ def test_the_whole_prompt_of_the_fixed_inputs() -> None:
         "\n"
         "## memory\n"
         "<relevant_memories>\n"
+        "\n"
         "## answer-style (user)\n"
         "\n"
         "How to answer.\n"
         "\n"
         "Short answers.\n"
+        "\n"
         "</relevant_memories>"
     )
 
@@ -140,7 +144,7 @@ def test_empty_skills_and_memory_are_dropped_whole(
 
 def test_memory_without_skills_follows_the_workspace_directly() -> None:
     text = DynamicPromptRenderer().render(**inputs(skills=()))
-    assert "Be brief.\n\n## memory\n<relevant_memories>\n## answer-style (user)\n" in text
+    assert "Be brief.\n\n## memory\n<relevant_memories>\n\n## answer-style (user)\n" in text
 
 
 def test_the_workspace_is_the_absolute_path_then_each_context_file() -> None:
@@ -160,6 +164,39 @@ def test_the_workspace_is_the_absolute_path_then_each_context_file() -> None:
     assert "\n\n## workspace\n/srv/shop\n\n## skills\n" in bare
 
 
+# The seed reference implementation's memory block, byte for byte: every part, the two
+# markers included, separated by one blank line.
+ONE_MEMORY = (
+    "<relevant_memories>\n\n## database (project)\n\n{description}\n\n{body}\n\n"
+    "</relevant_memories>"
+)
+TWO_MEMORIES = (
+    "<relevant_memories>\n\n## database (project)\n\n{description}\n\n{body}\n\n"
+    "## next (type)\n\n{description}\n\n{body}\n\n</relevant_memories>"
+)
+
+
+@pytest.mark.parametrize(
+    ("memory", "expected"),
+    [
+        ((MemoryEntry("database", "project", "{description}", "{body}"),), ONE_MEMORY),
+        (
+            (
+                MemoryEntry("database", "project", "{description}", "{body}"),
+                MemoryEntry("next", "type", "{description}", "{body}"),
+            ),
+            TWO_MEMORIES,
+        ),
+    ],
+)
+def test_the_memory_block_is_the_seed_reference_literal(
+    memory: tuple[MemoryEntry, ...], expected: str
+) -> None:
+    text = DynamicPromptRenderer().render(**inputs(memory=memory))
+    assert text.endswith("\n\n## memory\n" + expected)
+    assert text.count("<relevant_memories>") == text.count("</relevant_memories>") == 1
+
+
 def test_the_memory_section_for_two_selected_records() -> None:
     memory = (
         MemoryEntry("answer-style", "user", "How the user wants answers.", "Short, in English."),
@@ -171,6 +208,7 @@ def test_the_memory_section_for_two_selected_records() -> None:
     assert text[text.index("\n\n## memory\n") + 2 :] == (
         "## memory\n"
         "<relevant_memories>\n"
+        "\n"
         "## answer-style (user)\n"
         "\n"
         "How the user wants answers.\n"
@@ -183,6 +221,7 @@ def test_the_memory_section_for_two_selected_records() -> None:
         "\n"
         "Tag, then push.\n"
         "No Fridays.\n"
+        "\n"
         "</relevant_memories>"
     )
     assert text.count("<relevant_memories>") == text.count("</relevant_memories>") == 1

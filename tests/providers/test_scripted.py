@@ -100,7 +100,9 @@ def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
     path = write(tmp_path, "- {txt: a}\n- text: fine\n- 7\n")
     with pytest.raises(ManifestError) as info:
         load_script(path)
-    assert [issue.path for issue in info.value.issues] == ["[0]", "[0]", "[2]"]
+    issues = info.value.issues
+    assert [issue.path for issue in issues] == ["[0].txt", "[0]", "[2]"]
+    assert [(issue.line, issue.column) for issue in issues] == [(1, 9), (1, 3), (3, 3)]
 
 
 def test_invalid_yaml_has_a_line_number(tmp_path: Path) -> None:
@@ -109,12 +111,19 @@ def test_invalid_yaml_has_a_line_number(tmp_path: Path) -> None:
         load_script(path)
     (issue,) = info.value.issues
     assert issue.file == str(path)
-    assert issue.line >= 2
-    assert "invalid YAML" in issue.message
+    assert (issue.line, issue.column) == (3, 1)
+    assert "YAML syntax error" in issue.message
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+def test_an_empty_script_says_what_a_script_is(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ManifestError, match="the script is empty; a script must be a list of"):
+        load_script(path)
 
 
 def test_missing_script_file(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match=r"missing\.yaml: error: cannot read script"):
+    with pytest.raises(ManifestError, match=r"missing\.yaml: error: file not found"):
         load_script(tmp_path / "missing.yaml")
 
 

@@ -19,7 +19,7 @@ def test_the_tracing_example_prints_the_genai_spans(shipping: Path) -> None:
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None
     script = shipping / "traced.py"
-    script.write_text(code.group(1))
+    script.write_text(code.group(1).replace("/tmp/demo", str(shipping)))  # the copy
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=shipping,

@@ -705,6 +705,26 @@ def test_roots_are_searched_without_polluting_sys_path(project: Project) -> None
             sys.modules.pop(name, None)
 
 
+def test_a_module_a_plain_module_imports_is_reached_through_it(project: Project) -> None:
+    """`os.path:basename`, and `tools.helpers:f` where `tools` imports a module as
+    `helpers`: found from source where validation finds it, then imported from there."""
+    helper = project.module(
+        """
+        def shout(text: str) -> str:
+            \"\"\"Upper-case the text.\"\"\"
+            return text.upper()
+        """
+    )
+    main = project.module(f"import {helper} as helpers\n", header=False)
+    spec = project.spec(f"{main}.helpers", "shout")
+    assert static_python_tool(spec, [project.root]).problems == ()
+    tool = load_python_tool(spec, [project.root])
+    assert call(tool, text="hi").content == "HI"
+    assert static_python_tool(spec, [project.root]).parameters == tool.parameters
+    basename = load_python_tool(PythonToolSpec("os.path:basename"), [project.root])
+    assert call(basename, p="/srv/shop/fees.py").content == "fees.py"
+
+
 def test_hints_that_only_fail_for_the_return_type_are_fine(project: Project) -> None:
     module = project.module(
         """

@@ -70,19 +70,28 @@ def test_without_the_sub_agent_its_tool_name_is_an_unknown_mention(
     assert "mentions tool `child`, but no active tool has that name" in result.out
 
 
-def test_validate_refuses_a_cycle_naming_the_chain(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "targets", [["parent.yaml"], ["child.yaml"], ["."], ["child.yaml", "parent.yaml"]]
+)
+def test_a_cycle_is_one_error_naming_the_chain_whichever_file_validation_starts_from(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    targets: list[str],
 ) -> None:
     parent = write_team(tmp_path)
     child = tmp_path / "child.yaml"
     child.write_text(child.read_text() + "tools:\n  sets:\n    - agent: parent.yaml\n")
     monkeypatch.chdir(tmp_path)
-    result = assemble(capsys, "validate", parent.name)
+    result = assemble(capsys, "validate", *targets)
     assert result.code == 1
-    assert (
-        "child.yaml:7:14: error: sub-agents form a cycle: parent.yaml -> child.yaml -> "
-        "parent.yaml [tools.sets[0].agent]" in result.out.splitlines()
-    )
+    # the loop starts at its first file in path order, and is reported at the edge
+    # that closes it: parent.yaml's `agent: child.yaml`
+    assert result.out.splitlines()[:-1] == [
+        f"{parent.name}:7:14: error: sub-agents form a cycle: child.yaml -> parent.yaml -> "
+        "child.yaml [tools.sets[0].agent]"
+    ]
+    assert result.out.splitlines()[-1].startswith("1 error(s), 0 warning(s) in ")
 
 
 def test_validate_refuses_a_tree_deeper_than_max_agent_depth(

@@ -318,6 +318,21 @@ class Quote:
 if os.environ.get("X"):
     def conditional() -> None:
         pass
+
+try:
+    import json as codec
+
+    def tried() -> None:
+        pass
+except ImportError:
+    codec = None
+
+if os.environ.get("Y"):
+    def either() -> None:
+        pass
+else:
+    def either() -> None:
+        pass
 """
 
 
@@ -328,7 +343,16 @@ if os.environ.get("X"):
         ("shop.fees:fetch_rate", "", ""),
         ("shop.fees:Quote", "`shop.fees:Quote` is a class, not a function", ""),
         ("shop.fees:total", "`shop.fees` has no top-level function `total`", ""),
-        ("shop.fees:conditional", "`shop.fees` has no top-level function `conditional`", ""),
+        # a `def` under a module-level `if`/`try` runs on import: found, unless the name
+        # is bound again elsewhere (which binding wins is then only known at run time)
+        ("shop.fees:conditional", "", ""),
+        ("shop.fees:tried", "", ""),
+        (
+            "shop.fees:either",
+            "",
+            "`shop.fees:either` is bound more than once under `if`/`try`: which one it is is "
+            "decided when the module runs, so it is not statically visible",
+        ),
         (
             "shop.fees:RATE",
             "",
@@ -342,7 +366,23 @@ if os.environ.get("X"):
             "checked statically",
         ),
         ("shop.nothing:f", "module `shop.nothing` not found in package `shop`", ""),
-        ("shop.fees.deeper:f", "module `shop.fees.deeper` not found in package `shop.fees`", ""),
+        (
+            "shop.fees.deeper:f",
+            "module `shop.fees.deeper` not found: `shop.fees` is a module, not a package, and "
+            "imports no module as `deeper`",
+            "",
+        ),
+        # below a plain module, a name is the module it imports under that name
+        ("shop.fees.codec:dumps", "", ""),
+        ("shop.fees.codec:nope", "`shop.fees.codec` has no top-level function `nope`", ""),
+        (
+            "shop.fees.helper:f",
+            "module `shop.fees.helper` not found: `shop.fees` is a module, not a package, and "
+            "imports no module as `helper`",
+            "",
+        ),
+        ("os.path:basename", "", ""),
+        ("os.path:nope", "`os.path` has no top-level function `nope`", ""),
         (
             "no_such_top_level_xyz:f",
             "module `no_such_top_level_xyz` not found on the manifest's path or among installed "

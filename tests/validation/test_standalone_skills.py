@@ -54,7 +54,7 @@ def test_skills_and_manifests_in_one_run(here: Path, capsys: pytest.CaptureFixtu
     (here / "agent.yaml").write_text("version: 1\nname: a\nidentity: x\n", "utf-8")
     outcome = assemble(capsys, "validate", "agent.yaml", "skills/good/SKILL.md", "--format", "json")
     assert outcome.code == 0
-    assert '"files": 1,\n  "skills": 1,' in outcome.out
+    assert '"files": 1,\n  "manifests": 1,\n  "eval_files": 0,\n  "skills": 1,' in outcome.out
 
 
 def test_a_directory_with_neither_is_still_an_error(

@@ -67,12 +67,33 @@ def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, An
 
 
 async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> dict[str, Any]:
-    """Run a search in a worker process (kept between calls, see `search_pool`); it is
-    killed when the search exceeds the tool timeout."""
+    """Run a search in a worker process; it is killed when it exceeds the tool timeout."""
+    try:
+        return await run_in_worker(request, ctx.timeout, what)
+    except WorkerTimeout:
+        raise ToolError(
+            f"{what} did not finish within {ctx.timeout:g} s (limits.tool_timeout) and "
+            "was stopped; a pattern with nested repetition such as `(a+)+` can take "
+            "forever on a non-matching line: simplify the pattern or narrow the path"
+        ) from None
+
+
+class WorkerTimeout(ToolError):
+    """The worker did not answer in time and was killed."""
+
+
+async def run_in_worker(request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process (kept between
+    calls, see `search_pool`), killed when it takes longer than `timeout` seconds
+    (`WorkerTimeout`) or the call is cancelled. Also used by evaluations'
+    `answer_matches`, whose pattern may backtrack as badly."""
     # Imported here: listing and validating tools must not load subprocess and asyncio.
     from assembler.tools.builtin.search_pool import WORKERS
 
-    answer = await WORKERS.ask(request, ctx.timeout, what)
+    try:
+        answer = await WORKERS.ask(request, timeout, what)
+    except TimeoutError:
+        raise WorkerTimeout(f"{what} did not finish within {timeout:g} s") from None
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     return answer

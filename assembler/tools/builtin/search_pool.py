@@ -162,8 +162,9 @@ class SearchWorkers:
             return [worker.pid for worker in self._idle]
 
     async def ask(self, request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
-        """`request` answered by a worker within `timeout` seconds, else `ToolError`
-        (and the worker killed). The answer's own `error` is the caller's to report."""
+        """`request` answered by a worker within `timeout` seconds; `TimeoutError` when
+        it was not (the worker killed), `ToolError` when the worker failed. The answer's
+        own `error` is the caller's to report."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -177,11 +178,7 @@ class SearchWorkers:
                     line = await worker.ask(loop, payload)
             except TimeoutError:
                 await self._stop(worker)
-                raise ToolError(
-                    f"{what} did not finish within {timeout:g} s (limits.tool_timeout) and "
-                    "was stopped; a pattern with nested repetition such as `(a+)+` can take "
-                    "forever on a non-matching line: simplify the pattern or narrow the path"
-                ) from None
+                raise TimeoutError(f"{what} did not finish within {timeout:g} s") from None
             except BaseException:  # cancelled: the search must not outlive the call
                 await self._stop(worker)
                 raise

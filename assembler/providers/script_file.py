@@ -1,0 +1,202 @@
+"""A replay script as data: read and checked without the provider.
+
+A script is a list of steps, each one assistant reply:
+
+    - text: "Let me look."
+      tool_calls:
+        - {name: read, arguments: {path: README.md}}
+    - text: "It is a README."
+
+A step may also carry `id` (a label shown in errors), `usage`
+(`{input_tokens, output_tokens}`), and a tool call its own `id`; `arguments` given as a
+string is taken as the model's raw text, so a script can replay malformed JSON.
+
+This module needs no event loop and no provider code, so `assemble validate` checks
+a manifest's `scripted:` replay with the very function `run` reads it with, at its
+start-up cost; `assembler.providers.scripted` replays the steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assembler.errors import Issue, ManifestError
+from assembler.manifest.yaml_source import (
+    JsonPath,
+    SourceMap,
+    format_path,
+    load_yaml_text,
+    read_manifest_text,
+)
+from assembler.messages import AssistantMessage, ToolCall, Usage, to_plain
+
+__all__ = ["ScriptStep", "Step", "load_script", "parse_steps"]
+
+Step = Mapping[str, Any] | AssistantMessage | str
+"""A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
+
+EMPTY = "the script is empty"
+WHAT_A_SCRIPT_IS = "a script must be a list of steps (text / tool_calls)"
+_STEP_KEYS = ("text", "tool_calls", "id", "usage")
+_CALL_KEYS = ("name", "arguments", "id")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+@dataclass(frozen=True)
+class ScriptStep:
+    """One scripted reply, validated."""
+
+    message: AssistantMessage
+    label: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+    def describe(self) -> str:
+        """A short summary for error messages: `text 'Hello' + read(...)`."""
+        parts: list[str] = []
+        if self.message.text:
+            snippet = (
+                self.message.text
+                if len(self.message.text) <= 40
+                else (self.message.text[:39] + "…")
+            )
+            parts.append(f"text {snippet!r}")
+        parts.extend(f"{call.name}(...)" for call in self.message.tool_calls)
+        body = " + ".join(parts) or "empty reply"
+        return f"[{self.label}] {body}" if self.label else body
+
+
+def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep]:
+    """Read and validate a YAML script; `ManifestError` names the file, and the line
+    and column of every problem. Read by the manifests' safe YAML rules, so
+    `assemble validate` (which calls this too) accepts exactly the scripts a run does."""
+    file = display or str(path)
+    text = read_manifest_text(Path(path), file)
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ManifestError([Issue(file=file, message=f"{EMPTY}; {WHAT_A_SCRIPT_IS}")])
+    document = load_yaml_text(text, file)
+    raw: object = document.data
+    at: JsonPath = ()
+    if isinstance(raw, Mapping) and set(raw) == {"steps"}:
+        raw, at = raw["steps"], ("steps",)
+    return parse_steps(raw, source=file, where=at, source_map=document.source)
+
+
+def parse_steps(
+    raw: object,
+    *,
+    source: str = "<steps>",
+    where: JsonPath = (),
+    source_map: SourceMap | None = None,
+) -> list[ScriptStep]:
+    """Validate steps given as data; every problem is reported at once (at its line
+    and column when `source_map` says where `raw`, at JSON path `where`, came from)."""
+
+    def issue(path: JsonPath, message: str) -> Issue:
+        if source_map is not None:
+            return source_map.issue((*where, *path), message)
+        return Issue(file=source, message=message, path=format_path(path))
+
+    if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Iterable):
+        raise ManifestError([issue((), WHAT_A_SCRIPT_IS)])
+    issues: list[Issue] = []
+    steps = []
+    for index, item in enumerate(raw):
+
+        def problem(message: str, path: JsonPath = (), index: int = index) -> None:
+            issues.append(issue((index, *path), f"step {index + 1}: {message}"))
+
+        steps.append(_parse_step(item, problem))
+    if issues:
+        raise ManifestError(issues)
+    return steps
+
+
+Problem = Callable[[str, JsonPath], None]
+"""Records a problem of one step, at a JSON path inside the step."""
+
+
+def _parse_step(item: object, problem: Problem) -> ScriptStep:
+    if isinstance(item, ScriptStep):
+        return item
+    if isinstance(item, AssistantMessage):
+        return ScriptStep(item)
+    if isinstance(item, str):
+        return ScriptStep(AssistantMessage(text=item))
+    if not isinstance(item, Mapping):
+        problem("must be a mapping with `text` and/or `tool_calls`", ())
+        return ScriptStep(AssistantMessage())
+    unknown = [k for k in item if k not in _STEP_KEYS]
+    if unknown:
+        names = ", ".join(sorted(map(str, unknown)))
+        problem(f"unknown key(s) {names}; allowed: {', '.join(_STEP_KEYS)}", (str(unknown[0]),))
+    if "text" not in item and "tool_calls" not in item:
+        problem("needs `text`, `tool_calls`, or both", ())
+    text = item.get("text", "")
+    if not isinstance(text, str):
+        problem("`text` must be a string", ("text",))
+        text = ""
+    label = item.get("id", "")
+    if not isinstance(label, str | int):
+        problem("`id` must be a string", ("id",))
+        label = ""
+    raw_calls = item.get("tool_calls") or []
+    calls: list[ToolCall] = []
+    if not isinstance(raw_calls, list):
+        problem("`tool_calls` must be a list", ("tool_calls",))
+    else:
+        for j, raw_call in enumerate(raw_calls):
+            call = _parse_call(raw_call, ("tool_calls", j), problem)
+            if call is not None:
+                calls.append(call)
+    usage = Usage()
+    raw_usage = item.get("usage")
+    if raw_usage is not None:
+        if (
+            isinstance(raw_usage, Mapping)
+            and set(raw_usage) <= set(_USAGE_KEYS)
+            and all(isinstance(raw_usage.get(k, 0), int) for k in _USAGE_KEYS)
+        ):
+            usage = Usage(**{k: raw_usage.get(k, 0) for k in _USAGE_KEYS})
+        else:
+            problem(
+                "`usage` must be {input_tokens: int, output_tokens: int} "
+                "(optionally cache_read_tokens, cache_write_tokens)",
+                ("usage",),
+            )
+    return ScriptStep(AssistantMessage(text=text, tool_calls=tuple(calls)), str(label), usage)
+
+
+def _parse_call(raw: object, where: JsonPath, problem: Problem) -> ToolCall | None:
+    if not isinstance(raw, Mapping):
+        problem("a tool call must be a mapping with `name` and `arguments`", where)
+        return None
+    unknown = [k for k in raw if k not in _CALL_KEYS]
+    if unknown:
+        names = ", ".join(sorted(map(str, unknown)))
+        problem(
+            f"unknown key(s) {names}; allowed: {', '.join(_CALL_KEYS)}", (*where, str(unknown[0]))
+        )
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        problem("a tool call needs a `name` (a non-empty string)", (*where, "name"))
+        return None
+    call_id = raw.get("id", "")
+    if not isinstance(call_id, str):
+        problem("a tool call `id` must be a string", (*where, "id"))
+        call_id = ""
+    arguments = raw.get("arguments", {})
+    if isinstance(arguments, str):
+        # Imported here for start-up cost: only a script replaying raw argument text
+        # needs the providers' parsing of it.
+        from assembler.providers._common import tool_call_from_raw
+
+        return tool_call_from_raw(call_id, name, arguments)
+    if not isinstance(arguments, Mapping):
+        problem("`arguments` must be a mapping (or a string of raw JSON)", (*where, "arguments"))
+        return None
+    plain = to_plain(arguments)
+    return ToolCall(call_id, name, plain, raw_arguments=json.dumps(plain, ensure_ascii=False))
