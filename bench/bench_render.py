@@ -243,6 +243,7 @@ def instructions(
         counts = {}
         for name, command in commands.items():
             argv = [python, *command[1:]] if command[0] == sys.executable else command
+            subprocess.run(argv, env=env, cwd=REPO, capture_output=True, check=False)  # warm
             done = subprocess.run(
                 ["valgrind", "--tool=cachegrind", "--cache-sim=no",
                  "--cachegrind-out-file=/dev/null", "--trace-children=yes", *argv],
