@@ -80,10 +80,12 @@ class PlainJob:
 
     def run(self) -> None:
         for index, step in enumerate(self.steps):
-            with self._guard:
-                if self.abandoned:
-                    return
-                self.index, self.started = index, time.monotonic()
+            if self.abandoned:
+                return
+            # No lock, and this order: a deadline check that reads the new start with
+            # the old index finds it in time and looks again later; never the reverse.
+            self.started = time.monotonic()
+            self.index = index
             try:
                 result = self.context.run(step.handler, self.chain.argument())
             except BaseException as e:  # SystemExit in a handler is its failure, not ours
@@ -142,8 +144,7 @@ class PlainJob:
     def late_by(self, timeout: float) -> float | None:
         """Seconds the running handler is past its deadline (negative: time left);
         None while the job waits in the queue behind another."""
-        with self._guard:
-            started = self.started
+        started = self.started
         return None if started is None else time.monotonic() - (started + timeout)
 
     def declare_late(self) -> bool:
