@@ -28,6 +28,7 @@ from assembler.prompt.sandbox import (
     sandbox_class,
     template_from_code,
 )
+from assembler.python_source import building_syntax_trees
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -194,7 +195,8 @@ def template_problems(section: str, text: str) -> list[TemplateProblem]:
 
     env = environment()
     try:
-        tree = env.parse(text)
+        with building_syntax_trees():
+            tree = env.parse(text)
     except TemplateSyntaxError as e:
         return [TemplateProblem(e.lineno or 1, f"template syntax error: {e.message}")]
     problems: list[TemplateProblem] = []
