@@ -18,8 +18,9 @@ as a whole process.
     and with as many skills: the cost per tool and per skill at 1,000 within 2x of
     the cost at 100 (issue 12).
 
-Run: `python bench/bench_render.py [--runs N] [--before REV] [--only turn|process|scale]`;
-`--before` runs (c) on the package as of a git revision too, interleaved.
+Run: `python bench/bench_render.py [--runs N] [--before REV] [--only turn|process|scale]
+[--sizes 10,100,1000] [--kinds tools,skills]`; `--before` runs (c) on the package as of
+a git revision too, interleaved.
 """
 
 from __future__ import annotations
@@ -272,6 +273,8 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("turn", "process", "scale"), help="run one part of the benchmark"
     )
+    parser.add_argument("--sizes", default="10,100,1000", help="sizes of (c), e.g. 100,1000,10000")
+    parser.add_argument("--kinds", default="tools,skills", help="what (c) grows: tools, skills")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}")
     if args.only in (None, "turn"):
@@ -281,7 +284,13 @@ def main() -> None:
     if args.only in (None, "scale"):
         with tempfile.TemporaryDirectory(prefix="bench-before-") as scratch:
             before = source_tree(args.before, Path(scratch)) if args.before else None
-            scale(["render", "--dry-run"], runs=max(args.runs // 2, 3), before=before)
+            scale(
+                ["render", "--dry-run"],
+                runs=max(args.runs // 2, 3),
+                before=before,
+                sizes=[int(size) for size in args.sizes.split(",")],
+                kinds=args.kinds.split(","),
+            )
 
 
 if __name__ == "__main__":

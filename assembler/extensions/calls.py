@@ -17,7 +17,10 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   that blocks the loop cannot be stopped, as before: nothing on the loop's thread can.)
 - A plain function runs in a worker thread (`handler_thread`), since Python cannot
   interrupt a call on the event loop's own thread; the loop waits for it in place for
-  up to `BRIEF_WAIT`, then through the loop until its deadline. A late one is left
+  up to `BRIEF_WAIT`, then through the loop until its deadline. After a wait in place
+  that was not enough (slow handlers, or a thousand of them) the next events go
+  straight through the loop, until one is answered within `BRIEF_WAIT` again: slow
+  handlers never cost the loop that wait on every event. A late one is left
   running in its thread and that thread is retired; later jobs get a new one.
 - A notification (`notify`: `turn_start`, `turn_end`, `session_start`) whose handlers
   are all plain is not waited for: its job is queued and the run goes on. The next
@@ -130,6 +133,7 @@ class HandlerCaller:
         self._thread: HandlerThread | None = None
         self._diagnostics: list[str] = []
         self._in_flight: list[_InFlight] = []
+        self._brief_wait = BRIEF_WAIT  # 0 after a wait in place that was not enough
 
     def take_diagnostics(self) -> list[str]:
         """Abandoned handlers not reported yet."""
@@ -261,13 +265,17 @@ class HandlerCaller:
     async def _wait(self, event: str, job: PlainJob, batch: Sequence[Subscription]) -> Outcome:
         """The job's outcome: in place when it is quick, else through the loop, with
         its deadline watched."""
-        outcome = job.wait_briefly(min(BRIEF_WAIT, self.timeout))
+        started = time.monotonic()
+        outcome = job.wait_briefly(min(self._brief_wait, self.timeout))
         if outcome is not None:
             return outcome
         future = job.waited_future()
         watch = watch_deadline(job, self.timeout, lambda late: self._late(late, event, batch))
         try:
-            return await future
+            outcome = await future
+            quick = time.monotonic() - started < BRIEF_WAIT
+            self._brief_wait = BRIEF_WAIT if quick else 0.0
+            return outcome
         except asyncio.CancelledError:  # the run was cancelled: leave the handler
             job.abandon()
             self._retire()

@@ -19,7 +19,7 @@ from extension_project import project, run_bounded
 
 from assembler.errors import ExtensionError
 from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
-from assembler.extensions.handler_thread import BRIEF_WAIT
+from assembler.extensions.handler_thread import BRIEF_WAIT, PlainJob
 from assembler.runner.events import TurnEnd, TurnStart
 from assembler.testing import ScriptedModel, text, tool_call
 
@@ -123,6 +123,48 @@ def test_a_plain_handler_slower_than_the_brief_wait_is_awaited_until_its_deadlin
         await caller.reap()
 
     asyncio.run(go())
+
+
+def test_after_a_slow_event_the_loop_stops_waiting_in_place_until_one_is_quick_again(
+    monkeypatch: Any,
+) -> None:
+    """A wait in place that was not enough is not repeated on every event (slow or
+    very many handlers would hold the loop `BRIEF_WAIT` each time); an event answered
+    quickly through the loop brings it back."""
+    waits: list[float] = []
+    real = PlainJob.wait_briefly
+
+    def spy(job: PlainJob, seconds: float) -> Any:
+        waits.append(seconds)
+        return real(job, seconds)
+
+    monkeypatch.setattr(PlainJob, "wait_briefly", spy)
+
+    def slow(event: Any) -> str:
+        time.sleep(BRIEF_WAIT * 20)  # slower than the wait in place
+        return "slow"
+
+    async def go() -> None:
+        caller = HandlerCaller(5)
+        for _ in range(2):
+            chain = Collect()
+            assert await caller.run("context", [Subscription("e", slow)], chain) is None
+            assert chain.results == ["slow"]
+        assert waits == [BRIEF_WAIT, 0.0]
+        # a quick handler answers through the loop within BRIEF_WAIT (on a loaded
+        # machine a thread switch can take longer, hence a few events)
+        for _ in range(50):
+            chain = Collect()
+            assert (
+                await caller.run("context", [Subscription("e", lambda e: "quick")], chain) is None
+            )
+            assert chain.results == ["quick"]
+            if waits[-1] == BRIEF_WAIT:
+                break
+        await caller.reap()
+
+    asyncio.run(go())
+    assert waits[-1] == BRIEF_WAIT and waits[2] == 0.0
 
 
 def test_a_notification_is_not_waited_for_but_the_next_event_is_held_behind_it() -> None:
