@@ -27,6 +27,7 @@ from assembler.permissions.path_patterns import compile_path_pattern
 from assembler.permissions.rules import PRECEDENCE, Rule, Verdict, parse_rule
 from assembler.tools.builtin.names import BUILTIN_TOOL_NAMES
 from assembler.validation.checks import CheckContext, active_tool_names
+from assembler.validation.read_rules import check_read_reach
 
 
 @cache
@@ -67,6 +68,7 @@ def check_permissions(ctx: CheckContext) -> Iterator[Issue]:
             )
             yield from _pattern_issues(ctx, at, rule)
     yield from _shadowed(ctx, parsed)
+    yield from check_read_reach(ctx, parsed)
 
 
 def _at(ctx: CheckContext, at: JsonPath, offset: int, message: str) -> Issue:
