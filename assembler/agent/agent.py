@@ -7,11 +7,12 @@ replaces all three together, never one alone.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.state import AgentState
@@ -27,10 +28,12 @@ from assembler.runner.events import (
     Diagnostic,
     Event,
     RunEnd,
+    ToolCallResult,
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
+from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -78,6 +81,7 @@ class Agent:
         self.assembly = assembly
         self._started = False
         self._closed = False
+        self._touched = TouchedFiles()
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
@@ -170,9 +174,11 @@ class Agent:
                     session_id=self.session.id if self.session is not None else "",
                 )
                 if self.session is not None:
-                    self.session.append_run_end(end.to_dict())
+                    self.session.append_run_end(end.to_dict(), await self._workspace_end())
                 yield end
             else:
+                if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
+                    self._touched.note(event.call.name, event.call.arguments)
                 yield event
 
     async def prompt(self, prompt: str, *, max_turns: int | None = None) -> RunResult:
@@ -246,10 +252,25 @@ class Agent:
 
     # -- sessions -------------------------------------------------------------------------
 
+    async def _workspace_end(self) -> dict[str, Any] | None:
+        """The files that differ from where the session's workspace started (read in a
+        thread: git may take a moment); None for a sub-agent's session, whose changes
+        its parent's run records."""
+        if self.session is None or "delegated_from" in self.session.header:
+            return None
+        start = self.session.header.get("workspace_start")
+        return await asyncio.to_thread(
+            record_end,
+            self.manifest.workspace.resolve(),
+            start if isinstance(start, dict) else None,
+            self._touched.paths,
+        )
+
     def use_session(self, restored: Restored) -> None:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
+        self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
         self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
         self.runner.context_tokens = 0
@@ -280,11 +301,13 @@ class Agent:
             raise SessionError("cannot start a new session while a run is in progress")
         store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         header = dict(self.session.header) if self.session is not None else {}
+        workspace = self.manifest.workspace.resolve()
         session = store.start(
             agent=self.manifest.name,
             manifest=self.manifest.path,
             model=str(header.get("model", "")),
-            workspace=self.manifest.workspace.resolve(),
+            workspace=workspace,
+            workspace_start=record_start(workspace),
         )
         self.use_session(restore(session))
         return session
