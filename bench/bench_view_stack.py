@@ -12,7 +12,6 @@ brings both) or the standard library's `http.server`. Measured, not guessed:
 from __future__ import annotations
 
 import http.client
-import os
 import socket
 import statistics
 import subprocess

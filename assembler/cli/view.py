@@ -44,7 +44,9 @@ def view(paths: tuple[Path, ...], port: int, open_browser: bool) -> None:
     if not roots and not results:
         roots = [default_data_dir()]
     try:
-        server = make_server([r.resolve() for r in roots], [r.resolve() for r in results], port=port)
+        server = make_server(
+            [r.resolve() for r in roots], [r.resolve() for r in results], port=port
+        )
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from exc
     click.echo(f"assemble view: {server.url}")

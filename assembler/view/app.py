@@ -92,30 +92,30 @@ class App:
 
     def _route(self, path: str, query: Mapping[str, str]) -> Reply:
         if path == "/":
-            data = pages.session_list(
+            listing = pages.session_list(
                 self.catalog,
                 query=query.get("q", ""),
                 agent=query.get("agent", ""),
                 status=query.get("status", ""),
                 page=_int(query.get("page")),
             )
-            return self._page("list.html", data=data)
+            return self._page("list.html", data=listing)
         if path.startswith("/session/"):
             key = path.removeprefix("/session/")
-            data = pages.session_page(self.catalog, key, page=_int(query.get("page")))
-            return self._page("session.html", data=data, session_anchor="session")
+            session = pages.session_page(self.catalog, key, page=_int(query.get("page")))
+            return self._page("session.html", data=session, session_anchor="session")
         if path.startswith("/prompt/"):
             key = path.removeprefix("/prompt/")
             prompt = pages.prompt_page(self.catalog, key, query.get("entry", ""))
             return self._page("prompt.html", data=prompt, key=key, prompt_anchor="prompt")
         if path.startswith("/results/"):
             number = _int(path.removeprefix("/results/"), -1)
-            data = pages.results_page(number, self.results.get(number))
-            return self._page("results.html", data=data)
+            results = pages.results_page(number, self.results.get(number))
+            return self._page("results.html", data=results)
         if path == "/compare":
             old, new = _int(query.get("old"), 0), _int(query.get("new"), 1)
-            data = pages.compare_page(self.results.get(old), self.results.get(new), old, new)
-            return self._page("compare.html", data=data)
+            compared = pages.compare_page(self.results.get(old), self.results.get(new), old, new)
+            return self._page("compare.html", data=compared)
         if path.startswith("/static/"):
             name = path.removeprefix("/static/")
             if name not in STATIC:
@@ -157,7 +157,9 @@ class App:
         seen: tuple[Any, ...] | None = None
         while True:
             listed = self.catalog.scan()
-            stamp = tuple((item.key, item.modified) for item in listed[: pages.LIST_PAGE * 2])
+            stamp: tuple[Any, ...] = tuple(
+                (item.key, item.modified) for item in listed[: pages.LIST_PAGE * 2]
+            )
             stamp += (len(listed),)
             if seen is not None and stamp != seen:
                 data = pages.session_list(

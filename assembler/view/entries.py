@@ -108,8 +108,12 @@ def audit_of(record: Mapping[str, Any], limit: int | None) -> Audit:
         verdict, summary = "unfinished", "started; the run stopped before it finished"
     elif decision.get("allowed", True) is False:
         who = decision.get("blocked_by") or "?"
-        verdict = "denied" if permission is not None and not permission.get("allowed") else "blocked"
-        summary = f"blocked by {who}" + (f": {decision.get('reason')}" if decision.get("reason") else "")
+        verdict = (
+            "denied" if permission is not None and not permission.get("allowed") else "blocked"
+        )
+        summary = f"blocked by {who}" + (
+            f": {decision.get('reason')}" if decision.get("reason") else ""
+        )
     else:
         verdict = "ran" if record.get("executed") else "not run"
         summary = "allowed, ran" if record.get("executed") else "allowed, did not run"
@@ -182,7 +186,8 @@ class ItemMaker:
                 if key:
                     children[record["call_id"]] = key
         return [
-            self._item(p, record, calls, children) for p, record in zip(placed, records, strict=True)
+            self._item(p, record, calls, children)
+            for p, record in zip(placed, records, strict=True)
         ]
 
     def _item(
@@ -236,8 +241,7 @@ class ItemMaker:
             kind = str(event.get("type", ""))
             item.kind = kind or "event"
             if kind == "run_start":
-                item.label = "run started"
-                item.text = Text.of(event.get("prompt"), limit)
+                item.label = "run started"  # its prompt is the user message after it
             elif kind == "run_end":
                 item.label = f"run ended: {event.get('reason', '?')}"
                 usage = event.get("usage")
@@ -260,9 +264,11 @@ class ItemMaker:
         elif info.type == "prompt":
             item.label = "system prompt"
             sections = record.get("sections")
-            names = [
-                str(s.get("name")) for s in sections if isinstance(s, Mapping)
-            ] if isinstance(sections, list) else []
+            names = (
+                [str(s.get("name")) for s in sections if isinstance(s, Mapping)]
+                if isinstance(sections, list)
+                else []
+            )
             tools = record.get("tools")
             count = len(tools) if isinstance(tools, list) else 0
             item.text = Text.of(
@@ -270,7 +276,9 @@ class ItemMaker:
             )
             item.link = info.id
         else:
-            item.data = Text.of({k: v for k, v in record.items() if k not in ("id", "parent")}, limit)
+            item.data = Text.of(
+                {k: v for k, v in record.items() if k not in ("id", "parent")}, limit
+            )
         return item
 
     def _calls(

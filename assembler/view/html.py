@@ -19,6 +19,9 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+NONE = "\u2013"
+"""An en dash: what a cell shows for a value the file does not have."""
+
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -45,12 +48,12 @@ def _when(value: object) -> str:
     text = str(value or "")
     if len(text) >= 19 and text[10] == "T":
         return text[:10] + " " + text[11:19] + " UTC"
-    return text or "–"
+    return text or NONE
 
 
 def _ago(value: object) -> str:
     if not isinstance(value, int | float):
-        return "–"
+        return NONE
     seconds = max(0.0, time.time() - value)
     if seconds < 60:
         return f"{seconds:.0f} s ago"
@@ -63,7 +66,7 @@ def _ago(value: object) -> str:
 
 def _seconds(value: object) -> str:
     if not isinstance(value, int | float):
-        return "–"
+        return NONE
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
 

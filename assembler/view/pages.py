@@ -22,7 +22,6 @@ from assembler.view.entries import PAGE_LIMIT, Item, ItemMaker
 from assembler.view.prompts import PromptView, prompt_entries, prompt_view
 from assembler.view.results import Change, Results, compare
 from assembler.view.session_file import SessionFile, number
-from assembler.view.trace_file import TraceFile
 
 LIST_PAGE = 100
 SESSION_PAGE = 200
@@ -126,7 +125,11 @@ def session_list(
             head = _peek(item.path)
             if agent and head.get("agent", item.folder) != agent:
                 continue
-            if wanted and wanted not in head.get("text", "") and wanted not in item.relative.lower():
+            if (
+                wanted
+                and wanted not in head.get("text", "")
+                and wanted not in item.relative.lower()
+            ):
                 continue
         if status:
             row = row_of(catalog, item, now)
@@ -247,9 +250,7 @@ class ResultsPage:
 
 
 def results_page(number_: int, results: Results) -> ResultsPage:
-    bars = [
-        RateBar(t.task, t.rate, detail=f"{t.passed}/{t.runs} passed") for t in results.tasks
-    ]
+    bars = [RateBar(t.task, t.rate, detail=f"{t.passed}/{t.runs} passed") for t in results.tasks]
     return ResultsPage(number_, results, rate_chart(bars))
 
 
@@ -263,7 +264,9 @@ class ComparePage:
     new_number: int = 1
 
 
-def compare_page(old: Results, new: Results, old_number: int = 0, new_number: int = 1) -> ComparePage:
+def compare_page(
+    old: Results, new: Results, old_number: int = 0, new_number: int = 1
+) -> ComparePage:
     changes = compare(old, new)
     bars = [
         RateBar(

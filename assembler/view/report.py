@@ -48,7 +48,8 @@ def _session_parts(path: Path) -> tuple[list[Part], set[str]]:
     catalog = Catalog([path.parent])
     first = catalog.key_of(path)
     assert first is not None
-    keys, parts, queue = {first}, [], [first]
+    keys, queue = {first}, [first]
+    parts: list[Part] = []
     while queue and len(parts) < MAX_SESSIONS:
         key = queue.pop(0)
         data = pages.session_page(catalog, key, whole=True, limit=None)

@@ -86,7 +86,9 @@ def _run(record: Mapping[str, Any]) -> Run | None:
     usage = record.get("usage") if isinstance(record.get("usage"), Mapping) else {}
     assert isinstance(usage, Mapping)
     cost = record.get("cost_usd")
-    cost_value = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    cost_value = (
+        float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    )
     return Run(
         task=task,
         repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 1,

@@ -72,10 +72,11 @@ def make_server(
 class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
     protocol_version = "HTTP/1.1"
-    server_version = "assemble-view"
-    sys_version = ""
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def version_string(self) -> str:
+        return "assemble-view"
+
+    def log_message(self, format: str, *args: object) -> None:
         return None  # requests are not logged: the URL carries the token
 
     def _allowed(self) -> bool:
@@ -87,7 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
         given = query.get("token", "")
         if not hmac.compare_digest(given.encode(), self.server.token.encode()):
             self._send(
-                Reply(403, "text/plain; charset=utf-8", b"forbidden: the token is missing or wrong\n")
+                Reply(
+                    403, "text/plain; charset=utf-8", b"forbidden: the token is missing or wrong\n"
+                )
             )
             return False
         return True

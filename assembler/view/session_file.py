@@ -263,10 +263,10 @@ class SessionFile:
         record = self.parse(line)
         event = record.get("event")
         if isinstance(event, dict) and isinstance(event.get("prompt"), str):
-            return event["prompt"][:500]
+            return str(event["prompt"])[:500]
         message = record.get("message")
         if isinstance(message, dict) and isinstance(message.get("content"), str):
-            return message["content"][:500]
+            return str(message["content"])[:500]
         return ""
 
     def parse(self, line: Line[EntryInfo]) -> dict[str, Any]:

@@ -17,7 +17,9 @@ from typing import Any
 
 from assembler.view.lines import Line, LineIndex
 
-_HEAD = re.compile(rb'\{"time":"[^"\\]{0,64}","phase":"([a-z]{1,16})","turn":(-?\d{1,9}),"call_id":"((?:[^"\\]|\\.){0,256})"')
+_HEAD = re.compile(
+    rb'\{"time":"[^"\\]{0,64}","phase":"([a-z]{1,16})","turn":(-?\d{1,9}),"call_id":"((?:[^"\\]|\\.){0,256})"'
+)
 
 
 @dataclass(frozen=True)
