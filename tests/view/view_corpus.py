@@ -180,6 +180,7 @@ def shipping_session(tmp: Path, data: Path) -> Path:
     """A real run of the shipping example (its replay, its guard extension) recorded
     in `data`; the session file."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from assembler import build_agent
 
@@ -194,6 +195,8 @@ def shipping_session(tmp: Path, data: Path) -> Path:
         async with agent:
             await agent.prompt("Fix the failing shipping test.")
 
-    asyncio.run(go())
+    # a thread of its own: Playwright's sync API keeps an event loop in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, go()).result()
     assert agent.session is not None
     return agent.session.path
