@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assembler.agent.prompt_record import fingerprint
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
-from assembler.agent.prompt_record import fingerprint
 from assembler.messages import Message, ToolSchema, Usage
 from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import SessionInfo
 from assembler.sessions.store import Session, SessionStore
-
 
 PromptDescriber = Callable[[str, Sequence[ToolSchema]], Mapping[str, Any]]
 """The payload of a `prompt` entry for a request's system prompt and tool schemas."""

@@ -115,6 +115,14 @@ def _tools(record: Mapping[str, Any]) -> list[ToolView]:
     return out
 
 
+def whole_text(sections: list[SectionView]) -> str:
+    """The prompt as sent: each section under its `## name` heading, one blank line
+    between them (a prompt recorded as one `system` section is its text alone)."""
+    if len(sections) == 1 and sections[0].name == "system":
+        return sections[0].text
+    return "\n\n".join(f"## {s.name}\n{s.text}" for s in sections)
+
+
 def prompt_view(session: SessionFile, entry: str) -> PromptView:
     """The prompt entry `entry`, compared with the prompt recorded before it."""
     entries = prompt_entries(session)
@@ -134,7 +142,7 @@ def prompt_view(session: SessionFile, entry: str) -> PromptView:
         sha256=str(record.get("sha256") or ""),
         sections=sections,
         tools=tools,
-        text="\n\n".join(s.text for s in sections),
+        text=whole_text(sections),
     )
     if at == 0:
         return view

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from view_browser import ScriptWatch, browser  # noqa: F401 (the fixture)
+from view_browser import ScriptWatch
 from view_corpus import PAYLOADS, hostile_results, hostile_session, results_file, shipping_session
 
 from assembler.messages import AssistantMessage, UserMessage
@@ -48,12 +48,18 @@ def url(server: ViewServer, path: str, **query: str) -> str:
 
 
 def test_each_page_shows_what_a_person_checks(
-    browser: Any, serve: Any, tmp_path: Path  # noqa: F811
+    browser: Any,
+    serve: Any,
+    tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    path = shipping_session(tmp_path, data)
-    old = results_file(tmp_path / "before.jsonl", {"fix-rounding": ["passed"], "explain": ["passed"]})
-    new = results_file(tmp_path / "after.jsonl", {"fix-rounding": ["failed"], "explain": ["passed"]})
+    shipping_session(tmp_path, data)
+    old = results_file(
+        tmp_path / "before.jsonl", {"fix-rounding": ["passed"], "explain": ["passed"]}
+    )
+    new = results_file(
+        tmp_path / "after.jsonl", {"fix-rounding": ["failed"], "explain": ["passed"]}
+    )
     server = serve([data], [new, old])
     page = browser.new_page()
     watch = ScriptWatch.on(browser, page)
@@ -102,7 +108,9 @@ def test_each_page_shows_what_a_person_checks(
 
 
 def test_scripts_and_html_in_a_session_execute_nothing(
-    browser: Any, serve: Any, tmp_path: Path  # noqa: F811
+    browser: Any,
+    serve: Any,
+    tmp_path: Path,
 ) -> None:
     session = hostile_session(tmp_path / "data")
     results = hostile_results(tmp_path / "results.jsonl")
@@ -147,10 +155,12 @@ def test_scripts_and_html_in_a_session_execute_nothing(
     page.close()
 
 
-def test_the_hook_sees_a_script_that_runs(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_the_hook_sees_a_script_that_runs(browser: Any, tmp_path: Path) -> None:
     """The control: the same hook on a page that does run an injected script."""
     page_file = tmp_path / "unsafe.html"
-    page_file.write_text("<p>x</p><img src=nothing onerror=\"alert('img')\"><script>var a = 1;</script>")
+    page_file.write_text(
+        "<p>x</p><img src=nothing onerror=\"alert('img')\"><script>var a = 1;</script>"
+    )
     page = browser.new_page()
     watch = ScriptWatch.on(browser, page)
     page.goto(page_file.as_uri())
@@ -160,7 +170,9 @@ def test_the_hook_sees_a_script_that_runs(browser: Any, tmp_path: Path) -> None:
 
 
 def test_a_request_without_the_token_gets_nothing(
-    browser: Any, serve: Any, tmp_path: Path  # noqa: F811
+    browser: Any,
+    serve: Any,
+    tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
     shipping_session(tmp_path, data)
@@ -177,7 +189,7 @@ def test_a_request_without_the_token_gets_nothing(
     page.close()
 
 
-def test_a_report_makes_no_request(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_a_report_makes_no_request(browser: Any, tmp_path: Path) -> None:
     session = hostile_session(tmp_path)
     report = tmp_path / "report.html"
     report.write_text(build_report(session.path))
@@ -195,7 +207,9 @@ def test_a_report_makes_no_request(browser: Any, tmp_path: Path) -> None:  # noq
 
 
 def test_a_live_session_grows_without_a_reload(
-    browser: Any, serve: Any, tmp_path: Path  # noqa: F811
+    browser: Any,
+    serve: Any,
+    tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
     path = shipping_session(tmp_path, data)

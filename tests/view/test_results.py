@@ -16,7 +16,7 @@ def test_summary_per_task_and_overall(tmp_path: Path) -> None:
         cost=0.01,
     )
     with path.open("a") as handle:
-        handle.write("not json\n{\"no\": \"task\"}\n")
+        handle.write('not json\n{"no": "task"}\n')
     results = read(path)
     assert results.unreadable == 2
     fix, explain = results.tasks

@@ -27,9 +27,7 @@ def make(tmp_path: Path) -> tuple[SessionStore, SessionFile]:
     session.append_message(AssistantMessage("done"), usage=Usage(200, 20))
     session.append_message(UserMessage("then summarise"))  # after an answer: a follow-up
     session.append_message(AssistantMessage("summary"), usage=Usage(300, 30))
-    session.append(
-        "event", {"event": {"type": "run_end", "reason": "completed", "usage": {}}}
-    )
+    session.append("event", {"event": {"type": "run_end", "reason": "completed", "usage": {}}})
     return store, SessionFile(session.path)
 
 
@@ -68,7 +66,7 @@ def test_totals_status_and_labels(tmp_path: Path) -> None:
 def test_bad_lines_are_counted_and_skipped(tmp_path: Path) -> None:
     _, view = make(tmp_path)
     with view.path.open("ab") as handle:
-        handle.write(b"not json\n[1,2]\n{\"id\": 5}\n")
+        handle.write(b'not json\n[1,2]\n{"id": 5}\n')
     view.refresh()
     assert view.totals.skipped == 3
     assert len(view.order()) == view.totals.entries == 9
