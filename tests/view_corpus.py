@@ -17,7 +17,7 @@ from typing import Any
 from assembler.messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage
 from assembler.sessions.store import Session, SessionStore
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 PAYLOADS = (
     "<script>alert(1)</script>",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from assembler.sessions.store import TRACE_SUFFIX
 from assembler.view.session_file import SessionFile
@@ -28,15 +28,18 @@ MAX_DEPTH = 4
 is three levels, an eval's `NAME.sessions/TASK/x.jsonl` two."""
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):
     """One session file as a listing sees it before reading it."""
 
     root: int
     relative: str
-    path: Path
+    file: str
     folder: str
     modified: float
+
+    @property
+    def path(self) -> Path:
+        return Path(self.file)
 
     @property
     def key(self) -> str:
@@ -62,25 +65,28 @@ class Catalog:
         """Every session file, most recently modified first."""
         found: list[Listed] = []
         for number, root in enumerate(self.roots):
-            self._walk(number, root, root, 0, found)
+            self._walk(number, str(root), str(root), 0, found)
         found.sort(key=lambda item: (item.modified, item.relative), reverse=True)
         return found
 
-    def _walk(self, number: int, root: Path, folder: Path, depth: int, out: list[Listed]) -> None:
+    def _walk(self, number: int, root: str, folder: str, depth: int, out: list[Listed]) -> None:
+        # strings, not Paths, and no `relpath`: this runs over every file of the listing
         try:
             entries = list(os.scandir(folder))
         except OSError:
             return
+        skip = len(root) + 1
+        name_of_folder = os.path.basename(folder)
         for entry in entries:
             name = entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if depth < MAX_DEPTH and not name.startswith("."):
-                        self._walk(number, root, Path(entry.path), depth + 1, out)
+                        self._walk(number, root, entry.path, depth + 1, out)
                 elif _is_session_name(name) and entry.is_file(follow_symlinks=False):
                     modified = entry.stat(follow_symlinks=False).st_mtime
-                    relative = os.path.relpath(entry.path, root)
-                    out.append(Listed(number, relative, Path(entry.path), folder.name, modified))
+                    path = entry.path
+                    out.append(Listed(number, path[skip:], path, name_of_folder, modified))
             except OSError:
                 continue
 

@@ -26,23 +26,23 @@ class TurnUsage:
     cache_read_tokens: int = 0
 
 
-def _group(turns: Sequence[TurnUsage]) -> list[TurnUsage]:
-    """At most `MAX_BARS` bars: consecutive turns are added up when there are more."""
-    if len(turns) <= MAX_BARS:
-        return list(turns)
-    size = -(-len(turns) // MAX_BARS)
-    grouped = []
-    for start in range(0, len(turns), size):
-        chunk = turns[start : start + size]
-        grouped.append(
+def per_turn(values: Sequence[tuple[int, int, int]]) -> list[TurnUsage]:
+    """Bars from (input, output, cache read) per turn: at most `MAX_BARS`, consecutive
+    turns added up when there are more (a long session stays one readable chart)."""
+    size = max(1, -(-len(values) // MAX_BARS))
+    bars = []
+    for start in range(0, len(values), size):
+        chunk = values[start : start + size]
+        label = str(start + 1) if size == 1 else f"{start + 1}-{start + len(chunk)}"
+        bars.append(
             TurnUsage(
-                f"{chunk[0].label}-{chunk[-1].label}",
-                sum(t.input_tokens for t in chunk),
-                sum(t.output_tokens for t in chunk),
-                sum(t.cache_read_tokens for t in chunk),
+                label,
+                sum(v[0] for v in chunk),
+                sum(v[1] for v in chunk),
+                sum(v[2] for v in chunk),
             )
         )
-    return grouped
+    return bars
 
 
 def usage_chart(turns: Sequence[TurnUsage], *, width: int = 900, height: int = 180) -> Markup:
@@ -50,7 +50,11 @@ def usage_chart(turns: Sequence[TurnUsage], *, width: int = 900, height: int = 1
     input. A title on each bar gives the figures."""
     if not any(t.input_tokens or t.output_tokens for t in turns):
         return Markup("")
-    bars = _group(turns)
+    bars = (
+        turns
+        if len(turns) <= MAX_BARS
+        else per_turn([(t.input_tokens, t.output_tokens, t.cache_read_tokens) for t in turns])
+    )
     top = max((t.input_tokens + t.output_tokens) for t in bars) or 1
     plot_h = height - 30
     step = (width - 60) / len(bars)

@@ -17,11 +17,11 @@ from typing import Any
 
 from assembler.errors import SessionError
 from assembler.view.catalog import Catalog, Listed
-from assembler.view.charts import RateBar, TurnUsage, rate_chart, usage_chart
+from assembler.view.charts import RateBar, TurnUsage, per_turn, rate_chart, usage_chart
 from assembler.view.entries import PAGE_LIMIT, Item, ItemMaker
 from assembler.view.prompts import PromptView, prompt_entries, prompt_view
 from assembler.view.results import Change, Results, compare
-from assembler.view.session_file import SessionFile, number
+from assembler.view.session_file import SessionFile
 
 LIST_PAGE = 100
 SESSION_PAGE = 200
@@ -202,7 +202,7 @@ def session_page(
         pages=pages,
         chart=usage_chart(_turn_usage(session)),
         prompts=prompt_entries(session),
-        last_number=max((p.line.number for p in placed), default=-1),
+        last_number=session.index.count - 1,  # line numbers count every line, in order
         parent_key=sibling(header.get("parent_session")) or "",
         delegated_key=sibling(delegated.get("session")) if isinstance(delegated, Mapping) else "",
         skipped=session.totals.skipped,
@@ -210,15 +210,7 @@ def session_page(
 
 
 def _turn_usage(session: SessionFile) -> list[TurnUsage]:
-    return [
-        TurnUsage(
-            str(number_ + 1),
-            int(number(usage.get("input_tokens"))),
-            int(number(usage.get("output_tokens"))),
-            int(number(usage.get("cache_read_tokens"))),
-        )
-        for number_, (_, usage) in enumerate(session.totals.usage_per_turn)
-    ]
+    return per_turn(session.totals.usage_values)
 
 
 def new_items(catalog: Catalog, key: str, after: int) -> tuple[list[Item], int, SessionFile]:

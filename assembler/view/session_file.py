@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from assembler.errors import SessionError
 from assembler.sessions.records import parse_header
@@ -37,9 +37,9 @@ LIVE_SECONDS = 30.0
 """A session whose run has not ended and whose file changed this recently is live."""
 
 
-@dataclass(frozen=True)
-class EntryInfo:
-    """What the index knows of one entry without parsing it whole."""
+class EntryInfo(NamedTuple):
+    """What the index knows of one entry without parsing it whole (a named tuple:
+    one is made per line of every file the view reads)."""
 
     id: str
     parent: str | None
@@ -142,8 +142,7 @@ def _slow(raw: bytes) -> EntryInfo:
     )
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     """An entry in display order: its line, its depth (0 on the main line, one more
     inside each side branch) and, for the first entry of a side branch, the entry it
     branches from."""
@@ -173,7 +172,8 @@ class Totals:
     first_prompt: str = ""
     last_time: str = ""
     open_run: bool = False
-    usage_per_turn: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
+    usage_values: list[tuple[int, int, int]] = field(default_factory=list)
+    """(input, output, cache read) tokens of each turn, in file order."""
 
     @property
     def tokens(self) -> int:
@@ -210,7 +210,7 @@ class SessionFile:
         self.header: dict[str, Any] = {}
         self.totals = Totals()
         self._counted = 0
-        self._order: tuple[int, list[Placed]] | None = None
+        self._order: tuple[int, list[Placed], Tail | None] | None = None
         self._lock = threading.Lock()
 
     def refresh(self) -> bool:
@@ -249,13 +249,16 @@ class SessionFile:
             if info.role == "assistant":
                 totals.turns += 1
                 usage = info.usage or {}
-                totals.input_tokens += int(number(usage.get("input_tokens")))
-                totals.output_tokens += int(number(usage.get("output_tokens")))
-                totals.cache_read_tokens += int(number(usage.get("cache_read_tokens")))
+                tokens_in = int(number(usage.get("input_tokens")))
+                tokens_out = int(number(usage.get("output_tokens")))
+                cached = int(number(usage.get("cache_read_tokens")))
+                totals.input_tokens += tokens_in
+                totals.output_tokens += tokens_out
+                totals.cache_read_tokens += cached
                 cost = usage_cost(usage)
                 if cost is not None:
                     totals.cost = (totals.cost or 0.0) + cost
-                totals.usage_per_turn.append((line.number, usage))
+                totals.usage_values.append((tokens_in, tokens_out, cached))
             elif info.role == "user" and not totals.first_prompt:
                 totals.first_prompt = self._prompt_of(line)
 
@@ -304,34 +307,78 @@ class SessionFile:
 
     def order(self) -> list[Placed]:
         """Every entry in display order: the main line (the branch to the last entry)
-        straight down, each side branch nested where it leaves it."""
+        straight down, each side branch nested where it leaves it. Entries appended
+        to the end of the main line (a live run) are placed without placing the rest
+        again."""
         with self._lock:
             lines = self.index.lines
-            if self._order is not None and self._order[0] == len(lines):
-                return self._order[1]
-            placed = _place([line for line in lines if not line.info.bad])
-            self._order = (len(lines), placed)
+            cached = self._order
+            if cached is not None and cached[0] == len(lines):
+                return cached[1]
+            if cached is not None:
+                grown = _extend(cached[1], cached[2], lines[cached[0] :])
+                if grown is not None:
+                    self._order = (len(lines), *grown)
+                    return grown[0]
+            placed, tail = _place([line for line in lines if not line.info.bad])
+            self._order = (len(lines), placed, tail)
             return placed
 
 
-def _place(lines: list[Line[EntryInfo]]) -> list[Placed]:
-    by_id: dict[str, Line[EntryInfo]] = {}
-    children: dict[str | None, list[Line[EntryInfo]]] = {}
-    for line in lines:
-        if line.info.id in by_id:
+Tail = tuple[str, int, str]
+"""The last entry of the main line: its id, its turn, the role of the message at it."""
+
+
+def _step(info: EntryInfo, turn: int, before: str) -> tuple[int, str, str]:
+    """The turn of an entry, its kind (for a user message) and the role after it."""
+    kind = ""
+    if info.event == "run_start":
+        turn = 0
+    elif info.role == "assistant":
+        turn += 1
+    elif info.role == "user":
+        kind = {"tool": "steer", "assistant": "follow-up"}.get(before, "prompt")
+    if info.event == "run_start":
+        return turn, kind, "start"
+    return turn, kind, (info.role or before) if info.type == "message" else before
+
+
+def _extend(placed: list[Placed], tail: Tail | None, new: list[Line[EntryInfo]]) -> tuple[list[Placed], Tail | None] | None:  # fmt: skip
+    """`placed` with `new` after it, when each new entry continues the one before it on
+    the main line; None when one does not (then everything is placed again)."""
+    if tail is None:
+        return None
+    current, turn, before = tail
+    grown = list(placed)
+    for line in new:
+        info = line.info
+        if info.bad:
             continue
-        by_id[line.info.id] = line
+        if info.parent != current:
+            return None
+        turn, kind, before = _step(info, turn, before)
+        grown.append(Placed(line, 0, "", turn, kind))
+        current = info.id
+    return grown, (current, turn, before)
+
+
+def _place(lines: list[Line[EntryInfo]]) -> tuple[list[Placed], Tail | None]:
+    by_id: dict[str, Line[EntryInfo]] = {}
+    for line in lines:
+        by_id.setdefault(line.info.id, line)
+    children: dict[str | None, list[Line[EntryInfo]]] = {}
     for line in by_id.values():
-        parent = line.info.parent if line.info.parent in by_id else None
-        children.setdefault(parent, []).append(line)
+        parent = line.info.parent
+        children.setdefault(parent if parent in by_id else None, []).append(line)
     main: set[str] = set()
-    if lines:
-        current: str | None = lines[-1].info.id
-        while current is not None and current in by_id and current not in main:
-            main.add(current)
-            current = by_id[current].info.parent
+    last = lines[-1].info.id if lines else None
+    current = last
+    while current is not None and current in by_id and current not in main:
+        main.add(current)
+        current = by_id[current].info.parent
     out: list[Placed] = []
-    # (line, depth, branch_from, turn, previous role); iterative: sessions are deep chains
+    tail: Tail | None = None
+    # (line, depth, branch_from, turn, role before); iterative: sessions are deep chains
     stack: list[tuple[Line[EntryInfo], int, str, int, str]] = [
         (root, 0 if root.info.id in main else 1, "", 0, "")
         for root in reversed(children.get(None, []))
@@ -339,23 +386,19 @@ def _place(lines: list[Line[EntryInfo]]) -> list[Placed]:
     while stack:
         line, depth, branch_from, turn, before = stack.pop()
         info = line.info
-        kind = ""
-        if info.event == "run_start":
-            turn = 0
-        if info.role == "assistant":
-            turn += 1
-        if info.role == "user":
-            kind = {"tool": "steer", "assistant": "follow-up"}.get(before, "prompt")
+        turn, kind, role = _step(info, turn, before)
         out.append(Placed(line, depth, branch_from, turn, kind))
-        role = (info.role or before) if info.type == "message" else before
-        if info.event == "run_start":
-            role = "start"
-        kids = children.get(info.id, [])
+        if info.id == last:
+            tail = (info.id, turn, role)
+        kids = children.get(info.id)
         if not kids:
+            continue
+        if len(kids) == 1:
+            stack.append((kids[0], depth, "", turn, role))
             continue
         on_main = [k for k in kids if k.info.id in main]
         straight = on_main[0] if on_main else kids[-1]
         stack.append((straight, depth, "", turn, role))
         for side in reversed([k for k in kids if k is not straight]):
             stack.append((side, depth + 1, info.id, turn, role))
-    return out
+    return out, tail

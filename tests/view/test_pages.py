@@ -36,7 +36,7 @@ def test_a_real_session_page(tmp_path: Path) -> None:
     assert identity.sources[0].endswith("agents/shipping-fixer.yaml:5: identity")
     assert "context file: AGENTS.md" in prompt.sections[2].sources
     assert [t.name for t in prompt.tools] == ["read", "bash", "edit"]
-    assert prompt.text.startswith("You are a careful maintainer")
+    assert prompt.text.startswith("## identity\nYou are a careful maintainer")
 
 
 def test_the_list_pages_and_filters(tmp_path: Path) -> None:

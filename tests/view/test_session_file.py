@@ -117,3 +117,24 @@ def test_cost_is_added_up_when_the_session_has_it(tmp_path: Path) -> None:
     view = SessionFile(session.path)
     view.refresh()
     assert view.totals.cost == 0.75 and view.totals.input_tokens == 2
+
+
+def test_placing_what_was_appended_agrees_with_placing_everything(tmp_path: Path) -> None:
+    store, view = make(tmp_path)
+    view.refresh()
+    view.order()
+    session = store.open(view.path)
+    session.append_message(UserMessage("a live turn"))
+    session.append_message(AssistantMessage("answered"), usage=Usage(1, 1))
+    view.refresh()
+    fresh = SessionFile(view.path)
+    fresh.refresh()
+    assert view.order() == fresh.order()
+    assert [p.kind for p in view.order()][-2:] == ["follow-up", ""] and view.order()[-1].turn == 4
+    first = view.order()[1].line.info.id
+    session.append_message(UserMessage("a branch"), parent_id=first)  # not at the end
+    view.refresh()
+    fresh = SessionFile(view.path)
+    fresh.refresh()
+    assert view.order() == fresh.order()
+    assert view.order()[2].branch_from == first
