@@ -104,6 +104,10 @@ class App:
             key = path.removeprefix("/session/")
             session = pages.session_page(self.catalog, key, page=_int(query.get("page")))
             return self._page("session.html", data=session, session_anchor="session")
+        if path.startswith("/entry/"):
+            key = path.removeprefix("/entry/")
+            header, item = pages.entry_page(self.catalog, key, query.get("id", ""))
+            return self._page("entry.html", data=header, item=item)
         if path.startswith("/prompt/"):
             key = path.removeprefix("/prompt/")
             prompt = pages.prompt_page(self.catalog, key, query.get("entry", ""))

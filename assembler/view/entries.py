@@ -16,8 +16,9 @@ from assembler.view.lines import Line
 from assembler.view.session_file import EntryInfo, Placed, SessionFile, number, usage_cost
 from assembler.view.trace_file import CallKey, TraceFile
 
-PAGE_LIMIT = 20_000
-"""Characters of one text shown on a live page; the rest is a count."""
+PAGE_LIMIT = 4_000
+"""Characters of one text shown on a page of many entries; the rest is on the entry's
+own page (`/entry/`), so a page of long tool results stays quick to paint."""
 
 
 @dataclass

@@ -30,6 +30,9 @@ class ServerLinks:
     def prompt(self, key: str, entry: str) -> str:
         return self._url(f"/prompt/{quote(key)}", entry=entry)
 
+    def entry(self, key: str, entry: str) -> str:
+        return self._url(f"/entry/{quote(key)}", id=entry)
+
     def results(self, number: int) -> str:
         return self._url(f"/results/{number}")
 
@@ -70,6 +73,9 @@ class ReportLinks:
 
     def prompt(self, key: str, entry: str) -> str:
         return f"#{anchor('prompt', key + '/' + entry)}"
+
+    def entry(self, key: str, entry: str) -> str:
+        return ""  # a report shows every text whole
 
     def results(self, number: int) -> str:
         return f"#results-{number}"

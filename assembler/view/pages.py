@@ -24,7 +24,7 @@ from assembler.view.results import Change, Results, compare
 from assembler.view.session_file import SessionFile
 
 LIST_PAGE = 100
-SESSION_PAGE = 200
+SESSION_PAGE = 100
 HEAD_BYTES = 8192
 
 
@@ -211,6 +211,20 @@ def session_page(
 
 def _turn_usage(session: SessionFile) -> list[TurnUsage]:
     return per_turn(session.totals.usage_values)
+
+
+def entry_page(catalog: Catalog, key: str, entry: str) -> tuple[SessionPage, Item]:
+    """One entry whole (no text cut), with its session's header."""
+    path = catalog.resolve(key)
+    if path is None:
+        raise SessionError(f"no session {key!r} here")
+    session, trace = catalog.open(path)
+    placed = [p for p in session.order() if p.line.info.id == entry]
+    if not placed:
+        raise SessionError(f"session {session.header.get('id')} has no entry {entry!r}")
+    (item,) = ItemMaker(session, trace, _sibling(catalog, path), limit=None).items(placed[:1])
+    page = session_page(catalog, key, page=0)
+    return page, item
 
 
 def new_items(catalog: Catalog, key: str, after: int) -> tuple[list[Item], int, SessionFile]:

@@ -51,3 +51,20 @@ def test_the_list_pages_and_filters(tmp_path: Path) -> None:
     assert not pages.session_list(catalog, query="no such words").rows
     assert not pages.session_list(catalog, status="live").rows
     assert pages.session_list(catalog, agent="shipping-fixer").rows
+
+
+def test_a_long_text_is_cut_on_the_page_and_whole_on_its_own(tmp_path: Path) -> None:
+    from assembler.messages import ToolResultMessage
+    from assembler.sessions.store import SessionStore
+
+    data = tmp_path / "data"
+    session = SessionStore(data / "sessions" / "a").create("a", None, "m")
+    long = "".join(f"line {n}\n" for n in range(3000))
+    entry = session.append_message(ToolResultMessage("c1", "read", long))
+    catalog = Catalog([data])
+    key = catalog.key_of(session.path)
+    assert key is not None
+    (item,) = pages.session_page(catalog, key).items
+    assert item.text is not None and item.text.left_out == len(long) - 4_000
+    _, whole = pages.entry_page(catalog, key, entry.id)
+    assert whole.text is not None and whole.text.shown == long and whole.text.left_out == 0
