@@ -196,7 +196,7 @@ def first_paint(tmp: Path) -> float | None:
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-view-"))
     try:
-        print("session page (first page of 200 entries), fresh index vs. read_bytes of the file:")
+        print("session page (first page of 100 entries), fresh index vs. read_bytes of the file:")
         previous: tuple[int, float] | None = None
         for entries in (100, 1_000, 10_000):
             r = session_page(tmp, entries)

@@ -12,9 +12,10 @@ from assembler.files import atomic_write
 
 
 @click.command(
-    epilog="\b\nExample:\n  assemble report results.jsonl --compare before.jsonl -o report.html\n"
-    "  assemble report ~/.local/share/agent-assembler/sessions/shipping-fixer/ID.jsonl "
-    "-o session.html",
+    epilog="\b\nExample:\n"
+    "  assemble eval evals/shipping.eval.yaml --trust --only 'fix-*' --out before.jsonl\n"
+    "  assemble eval evals/shipping.eval.yaml --trust --out after.jsonl\n"
+    "  assemble report after.jsonl --compare before.jsonl -o report.html",
 )
 @click.argument("target", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--compare", "old", type=click.Path(path_type=Path, exists=True, dir_okay=False),

@@ -17,8 +17,9 @@ from assembler.user_dirs import default_data_dir
 
 
 @click.command(
-    epilog="\b\nExample:\n  assemble view\n  assemble view ~/.local/share/agent-assembler "
-    "before.jsonl after.jsonl",
+    epilog="\b\nExample:\n  assemble view\n"
+    "  assemble eval evals/shipping.eval.yaml --trust --out results.jsonl\n"
+    "  assemble view --open results.jsonl",
 )
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path, exists=True))
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -41,7 +42,7 @@ def view(paths: tuple[Path, ...], port: int, open_browser: bool) -> None:
             raise UsageError(
                 f"{path} is not an eval results file; give session files by their directory"
             )
-    if not roots and not results:
+    if not roots:  # the sessions `run` records, beside any results given
         roots = [default_data_dir()]
     try:
         server = make_server(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from markupsafe import Markup, escape
+from assembler.view.html import Safe, escape
 
 INPUT, OUTPUT, CACHE = "#4c78a8", "#f58518", "#9ecae9"
 PASS, FAIL, BEFORE = "#54a24b", "#e45756", "#bab0ac"
@@ -45,11 +45,11 @@ def per_turn(values: Sequence[tuple[int, int, int]]) -> list[TurnUsage]:
     return bars
 
 
-def usage_chart(turns: Sequence[TurnUsage], *, width: int = 900, height: int = 180) -> Markup:
+def usage_chart(turns: Sequence[TurnUsage], *, width: int = 900, height: int = 180) -> Safe:
     """Input and output tokens per turn, stacked; cache reads as a lighter part of the
     input. A title on each bar gives the figures."""
     if not any(t.input_tokens or t.output_tokens for t in turns):
-        return Markup("")
+        return Safe("")
     bars = (
         turns
         if len(turns) <= MAX_BARS
@@ -98,7 +98,7 @@ def usage_chart(turns: Sequence[TurnUsage], *, width: int = 900, height: int = 1
         parts.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 14}" y="{legend_y}" font-size="11">{name}</text>')
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return Safe("".join(parts))
 
 
 @dataclass(frozen=True)
@@ -110,11 +110,11 @@ class RateBar:
     detail: str = ""
 
 
-def rate_chart(rows: Sequence[RateBar], *, width: int = 900) -> Markup:
+def rate_chart(rows: Sequence[RateBar], *, width: int = 900) -> Safe:
     """Pass rate per task as horizontal bars; with `before`, a thin grey bar above each
     shows the older file's rate."""
     if not rows:
-        return Markup("")
+        return Safe("")
     row_h = 26 if any(r.before is not None for r in rows) else 20
     label_w = 230
     bar_max = width - label_w - 70
@@ -150,4 +150,4 @@ def rate_chart(rows: Sequence[RateBar], *, width: int = 900) -> Markup:
             f'font-size="11">{row.rate:.0%}</text></g>'
         )
     parts.append("</svg>")
-    return Markup("".join(parts))
+    return Safe("".join(parts))

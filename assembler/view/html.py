@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html as std_html
 import time
 from datetime import UTC, datetime
 from functools import cache
@@ -18,6 +19,23 @@ from importlib import resources
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+
+class Safe(str):
+    """Text the templates insert as it is: markup this package made itself (an SVG
+    chart whose labels it escaped, its own style sheet). Jinja2 takes any object with
+    `__html__` as markup, so the view needs no import of `markupsafe` of its own."""
+
+    __slots__ = ()
+
+    def __html__(self) -> str:
+        return str(self)
+
+
+def escape(text: object) -> str:
+    """`&`, `<`, `>`, `"` and `'` as entities: text made safe in markup and attributes."""
+    return std_html.escape(str(text), quote=True)
+
 
 NONE = "\u2013"
 """An en dash: what a cell shows for a value the file does not have."""

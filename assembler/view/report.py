@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
-
 from assembler.errors import UsageError
 from assembler.sessions.records import SUFFIX
 from assembler.view import html, pages
@@ -102,7 +100,7 @@ def build_report(target: Path, compare: Path | None = None) -> str:
         results_files=[],
         parts=parts,
         title=title,
-        css=Markup(css),  # the package's own style sheet, hashed into the CSP below
+        css=html.Safe(css),  # the package's own style sheet, hashed into the CSP below
         csp=html.report_csp(css),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
