@@ -37,9 +37,10 @@ from acp.schema import (
 
 from assembler.acp.content import Block, UnsupportedContent, prompt_text
 from assembler.acp.session import EditorSession
-from assembler.acp.stdio import ProtocolFiles, open_streams
+from assembler.acp.stdio import open_streams
 from assembler.agent.agent import Agent
 from assembler.errors import AssemblerError, SessionError
+from assembler.protocol_stdio import ProtocolFiles
 from assembler.version import __version__
 
 Builder = Callable[[str | None], Agent]

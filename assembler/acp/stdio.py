@@ -1,12 +1,7 @@
-"""The protocol's own stdin and stdout, and nothing else on them.
+"""The protocol's own stdin and stdout, as the SDK's connection takes them.
 
-ACP is JSON-RPC over the agent's stdin and stdout: one stray byte on stdout (a
-`print()` in an extension, a C library's message, a child process that inherits the
-descriptor) breaks the editor's parser, and a child that reads stdin steals requests.
-`claim_stdio` therefore takes both descriptors for the protocol before anything else
-runs: it keeps duplicates of them for the connection, points descriptor 1 at stderr
-and descriptor 0 at `/dev/null`. Everything that is not protocol then lands on
-stderr, where editors show it as the agent's log, whoever wrote it and however.
+ACP is JSON-RPC over the agent's stdin and stdout; `assembler.protocol_stdio.claim_stdio`
+keeps both for the protocol alone (everything else goes to stderr), as for `assemble rpc`.
 
 `open_streams` turns the two kept descriptors into the asyncio streams the SDK's
 connection takes. Input is read in a daemon thread (any kind of file works: a pipe
@@ -19,36 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import sys
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from assembler.files import read_chunks
-
-
-@dataclass(frozen=True)
-class ProtocolFiles:
-    """The descriptors the protocol reads from and writes to."""
-
-    input: int
-    output: int
-
-
-def claim_stdio() -> ProtocolFiles:
-    """Keep stdin and stdout for the protocol; from now on descriptor 1 is stderr and
-    descriptor 0 reads nothing."""
-    sys.stdout.flush()
-    files = ProtocolFiles(os.dup(0), os.dup(1))
-    os.set_inheritable(files.input, False)
-    os.set_inheritable(files.output, False)
-    os.dup2(2, 1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    return files
+from assembler.protocol_stdio import ProtocolFiles
 
 
 async def open_streams(files: ProtocolFiles) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

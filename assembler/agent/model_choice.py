@@ -113,4 +113,5 @@ def create_model_provider(
         options=choice.options,
         env=env,
         registry=providers,
+        shown_base_url=choice.shown_base_url,
     )

@@ -30,9 +30,9 @@ def acp(
     trust add DIR`) or pass --trust. Logs go to stderr.
     """
     from assembler.extras import require, requires
+    from assembler.protocol_stdio import claim_stdio
 
     require("acp", "assemble acp")  # before anything is read: the one-line message
-    from assembler.acp.stdio import claim_stdio
     from assembler.agent.agent import Agent
     from assembler.agent.build import build_agent
     from assembler.tools.processes import install_exit_handlers

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,15 +44,20 @@ def rpc(
     are answered at once; other requests in order. `--resume` needs an ID here.
     """
     from assembler.agent.build import build_agent
+    from assembler.protocol_stdio import claim_stdio
     from assembler.rpc import serve
     from assembler.tools.processes import install_exit_handlers
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     request = SessionRequest.from_options(continue_, resume, fork)
-    flags = loader_flags(resources)
-    out = sys.stdout
-    # stdout carries the protocol: a stray print() from an extension goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
+    # stdin and stdout are the protocol's alone from here on: whatever else writes to
+    # descriptor 1 (a print(), a command an extension starts) reaches stderr.
+    files = claim_stdio()
+    with (
+        os.fdopen(files.input, encoding="utf-8") as requests,  # read by descriptor
+        os.fdopen(files.output, "w", encoding="utf-8", newline="\n") as replies,
+    ):
+        flags = loader_flags(resources)
         loaded = load(manifest, flags)
         session_dir = enter_workspace(loaded, session_dir)
         session, fork_entry = choose_session(
@@ -72,4 +76,4 @@ def rpc(
         )
         if permission_mode == "bypass":
             click.secho("permission mode: bypass (every call not denied runs)", err=True)
-        asyncio.run(serve(agent, stdout=out))
+        asyncio.run(serve(agent, stdin=requests, stdout=replies))

@@ -15,17 +15,18 @@ compare equal wherever they ran.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assembler.errors import ToolError
 from assembler.eval.spec import Check
 from assembler.eval.workspace import differences, digests
 from assembler.permissions.path_patterns import PathPattern, compile_path_pattern
 from assembler.tools.base import ToolContext
 from assembler.tools.builtin.bash import BASH_TOOL
+from assembler.tools.builtin.search import WorkerTimeout, run_in_worker
 
 EVIDENCE_CHARS = 1500
 _SHOWN_PATHS = 10
@@ -92,8 +93,10 @@ async def run_checks(
             passed, evidence = await _command(check, workspace, check_timeout)
         elif check.kind == "unchanged":
             passed, evidence = _unchanged(check, before, after)
-        elif check.kind in ("answer_contains", "answer_matches"):
-            passed, evidence = _answer(check, answer)
+        elif check.kind == "answer_contains":
+            passed, evidence = _answer_contains(check, answer)
+        elif check.kind == "answer_matches":
+            passed, evidence = await _answer_matches(check, answer, check_timeout)
         else:
             passed, evidence = _tool(check, calls)
         results.append(CheckResult(check.kind, check.describe(), passed, evidence))
@@ -134,15 +137,31 @@ def _unchanged(
     return True, f"{count} {noun} unchanged"
 
 
-def _answer(check: Check, answer: str) -> tuple[bool, str]:
-    if check.kind == "answer_contains":
-        at = answer.find(check.argument)
-        if at >= 0:
-            return True, f"found at character {at}: {_around(answer, at, len(check.argument))}"
-        return False, f"not in the answer ({len(answer)} characters): {_start(answer)}"
-    match = re.search(check.argument, answer)
-    if match is not None:
-        return True, f"matched {_clip(match.group(0), 200)!r} at character {match.start()}"
+def _answer_contains(check: Check, answer: str) -> tuple[bool, str]:
+    at = answer.find(check.argument)
+    if at >= 0:
+        return True, f"found at character {at}: {_around(answer, at, len(check.argument))}"
+    return False, f"not in the answer ({len(answer)} characters): {_start(answer)}"
+
+
+async def _answer_matches(check: Check, answer: str, timeout: float) -> tuple[bool, str]:
+    """The search runs in a worker process, killed after `timeout` (`check_timeout`):
+    Python's `re` backtracks, and `^(a+)+$` on a long answer would run for hours
+    holding the GIL, past every timeout of the evaluation."""
+    request = {"op": "match", "pattern": check.argument, "text": answer}
+    try:
+        found = (await run_in_worker(request, timeout, "answer_matches"))["match"]
+    except WorkerTimeout:
+        return False, (
+            f"timed out after {timeout:g} s (check_timeout) on the answer ({len(answer)} "
+            "characters) and was stopped; a pattern with nested repetition such as "
+            f"`(a+)+` can take forever: {_start(answer)}"
+        )
+    except ToolError as e:
+        return False, f"could not be checked: {e}"
+    if found is not None:
+        start, text = found
+        return True, f"matched {_clip(text, 200)!r} at character {start}"
     return False, f"no match in the answer ({len(answer)} characters): {_start(answer)}"
 
 

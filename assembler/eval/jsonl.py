@@ -10,7 +10,7 @@ stays stable as long as the file is only appended to.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,11 @@ MAX_TASKS_FILE_BYTES = 1 << 30
 
 
 def read_tasks_file(
-    file: Path, written: str, report: Callable[[str], None]
+    file: Path, written: str, report: Callable[[str], None], roots: Sequence[Path]
 ) -> tuple[list[TaskSpec], list[Issue]]:
     """The tasks of `file` and every issue in it; `report` places a problem with the
-    file as a whole at the `tasks_file` line of the eval file."""
+    file as a whole at the `tasks_file` line of the eval file. The prompt files its
+    tasks name must lie in `roots` (`tasks.confined`)."""
     if not file.is_file():
         state = "is not a file" if file.exists() else "does not exist"
         report(f"the tasks file {written} {state}")
@@ -79,7 +80,12 @@ def read_tasks_file(
         first.setdefault(task_id, number)
         tasks.append(
             build_task(
-                data, task_id=task_id, base=base, origin=f"{shown}:{number}", report=reader.report
+                data,
+                task_id=task_id,
+                base=base,
+                origin=f"{shown}:{number}",
+                report=reader.report,
+                roots=roots,
             )
         )
     if not tasks and not issues:

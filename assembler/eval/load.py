@@ -11,6 +11,7 @@ runs. It never runs project code.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,12 @@ from assembler.eval.spec import (
     EvalSpec,
     TaskSpec,
 )
-from assembler.eval.tasks import Report, build_task, check_problems, resolve_model
+from assembler.eval.tasks import Report, build_task, check_problems, confined, resolve_model
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
+from assembler.validation.context import dir_state, is_dir
+from assembler.validation.paths import broad_workspace, path_name_problem
 from assembler.validation.validator import EVAL_SUFFIXES, display_path, validate_file
 
 
@@ -84,14 +87,14 @@ def validate_eval_file(
     manifest = None
     agent_path = None
     if isinstance(data.get("agent"), str) and data["agent"]:
-        agent_path = Path(os.path.normpath(base / data["agent"]))
-        manifest = _validate_agent(agent_path, data["agent"], report, issues, unset_variables)
-    workspace = None
-    if isinstance(data.get("workspace"), str) and data["workspace"]:
-        workspace = Path(os.path.normpath(base / data["workspace"]))
-        if not workspace.is_dir():
-            state = "is not a directory" if workspace.exists() else "does not exist"
-            report(("workspace",), f"the workspace {data['workspace']} {state}")
+        problem = path_name_problem(data["agent"])
+        if problem is not None:
+            report(("agent",), f"the agent manifest: {problem}")
+        else:
+            agent_path = Path(os.path.normpath(base / data["agent"]))
+            manifest = _validate_agent(agent_path, data["agent"], report, issues, unset_variables)
+    workspace = _workspace(data.get("workspace"), base, source)
+    issues.extend(workspace.issues)
     if rejected & {"", "version", "agent", "tasks"}:
         for index, raw in enumerate(_items(data.get("tasks"))):
             _unbuilt_task_checks(raw, ("tasks", index), rejected, report)
@@ -100,14 +103,27 @@ def validate_eval_file(
     defaults = Defaults()
     if not any(_under(p, "defaults") for p in rejected):
         defaults = _defaults(data.get("defaults") or {}, base, report)
+    # Where the files that go into prompts may be: the eval file's directory, the
+    # agent's, and the workspace the tasks copy.
+    task_workspace = workspace.path or (manifest.workspace if manifest is not None else None)
+    roots = [base]
+    if agent_path is not None:
+        roots.append(agent_path.parent)
+    if task_workspace is not None:
+        roots.append(task_workspace)
     tasks = _inline_tasks(
-        data, base=base, shown=shown, source=source, report=report, rejected=rejected
+        data, base=base, shown=shown, source=source, report=report, rejected=rejected, roots=roots
     )
-    if isinstance(data.get("tasks_file"), str) and "tasks_file" not in rejected:
-        tasks, found = read_tasks_file(
-            base / data["tasks_file"], data["tasks_file"], lambda m: report(("tasks_file",), m)
-        )
-        issues.extend(found)
+    tasks_file = data.get("tasks_file")
+    if isinstance(tasks_file, str) and "tasks_file" not in rejected:
+        file, problem = confined(tasks_file, base, roots, "tasks file")
+        if problem:
+            report(("tasks_file",), problem)
+        else:
+            tasks, found = read_tasks_file(
+                file, tasks_file, lambda m: report(("tasks_file",), m), roots
+            )
+            issues.extend(found)
     spec = None
     if not any(i.severity == "error" for i in issues) and agent_path is not None:
         spec = EvalSpec(
@@ -115,7 +131,7 @@ def validate_eval_file(
             name=data.get("name") or eval_name(path),
             agent=agent_path,
             tasks=tuple(tasks),
-            workspace=workspace,
+            workspace=workspace.path,
             defaults=defaults,
             description=data.get("description", ""),
         )
@@ -160,10 +176,13 @@ def _inline_tasks(
     source: SourceMap,
     report: Report,
     rejected: set[str],
+    roots: Sequence[Path],
 ) -> list[TaskSpec]:
     tasks: list[TaskSpec] = []
     first: dict[str, str] = {}
     for index, raw in enumerate(data.get("tasks") or ()):
+        if not isinstance(raw, dict):
+            continue  # the schema said what a task is, at its place
         where: JsonPath = ("tasks", index)
         origin = f"{shown}:{source.locate(where).line}"
         task_id = raw.get("id")
@@ -181,8 +200,34 @@ def _inline_tasks(
         def at(path: JsonPath, message: str, where: JsonPath = where) -> None:
             report((*where, *path), message)
 
-        tasks.append(build_task(raw, task_id=task_id, base=base, origin=origin, report=at))
+        tasks.append(
+            build_task(raw, task_id=str(task_id), base=base, origin=origin, report=at, roots=roots)
+        )
     return tasks
+
+
+@dataclass(frozen=True)
+class _Workspace:
+    path: Path | None
+    issues: tuple[Issue, ...] = ()
+
+
+def _workspace(written: object, base: Path, source: SourceMap) -> _Workspace:
+    """The eval's own `workspace`: it must be a directory, and the whole disk or the
+    home directory warns, as a manifest's does."""
+    if not isinstance(written, str) or not written:
+        return _Workspace(None)
+    problem = path_name_problem(written)
+    if problem is not None:
+        return _Workspace(None, (source.issue(("workspace",), f"the workspace: {problem}"),))
+    workspace = Path(os.path.normpath(base / written))
+    if not is_dir(workspace):
+        state = dir_state(workspace)
+        return _Workspace(None, (source.issue(("workspace",), f"the workspace {written} {state}"),))
+    broad = broad_workspace(workspace)
+    if broad is None:
+        return _Workspace(workspace)
+    return _Workspace(workspace, (source.issue(("workspace",), broad, severity="warning"),))
 
 
 def _unbuilt_task_checks(raw: Any, where: JsonPath, rejected: set[str], report: Report) -> None:

@@ -5,13 +5,18 @@ would otherwise fail in the middle of a run, once per task run: a `prompt_file` 
 `scripted:` replay that does not exist, a regular expression that does not compile, an
 `unchanged` pattern that can never match. Relative paths resolve against the file that
 names them. Nothing here runs anything.
+
+A `prompt_file` goes to the model whole, so like a manifest's template file it must be
+a project file: it resolves (links followed) inside one of the eval's `roots`, the eval
+file's directory, the agent's directory or the workspace (`confined`). An eval file from
+a repository cannot send `~/.ssh/id_rsa` to a model endpoint.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +24,32 @@ from assembler.errors import ManifestError
 from assembler.eval.spec import Check, TaskSpec
 from assembler.manifest.yaml_source import JsonPath, read_manifest_text
 from assembler.permissions.path_patterns import compile_path_pattern
+from assembler.validation.paths import path_name_problem
 
 Report = Callable[[JsonPath, str], None]
 """Records an error at a JSON path of the task (relative to the task)."""
+
+OUTSIDE = (
+    "is outside the eval file's directory, the agent's directory and the workspace; "
+    "an eval file may only put project files into the prompt"
+)
+
+
+def confined(written: str, base: Path, roots: Sequence[Path], what: str) -> tuple[Path, str]:
+    """`written` resolved against `base`, and why it cannot be used (empty if it can):
+    a name the file system cannot take, or a place outside every one of `roots`."""
+    problem = path_name_problem(written)
+    if problem is not None:
+        return base, f"the {what}: {problem}"
+    file = Path(os.path.normpath(base / written))
+    try:
+        resolved = file.resolve()
+        inside = any(resolved.is_relative_to(root.resolve()) for root in roots)
+    except (OSError, RuntimeError, ValueError) as e:
+        return file, f"the {what} {written} cannot be resolved: {e}"
+    if not inside:
+        return file, f"the {what} {written} {OUTSIDE}"
+    return file, ""
 
 
 def resolve_model(model: str | None, base: Path, report: Report, where: JsonPath) -> str | None:
@@ -31,6 +59,10 @@ def resolve_model(model: str | None, base: Path, report: Report, where: JsonPath
         return None
     provider, _, name = model.partition(":")
     if provider != "scripted":
+        return model
+    problem = path_name_problem(name)
+    if problem is not None:
+        report(where, f"the replay script: {problem}")
         return model
     # Imported here: only a scripted task needs it, and `assemble validate` (which loads
     # eval files) must stay free of the provider modules at start-up.
@@ -54,11 +86,13 @@ def build_task(
     base: Path,
     origin: str,
     report: Report,
+    roots: Sequence[Path],
 ) -> TaskSpec:
-    """The task in `raw`, reporting every problem beyond the schema through `report`."""
+    """The task in `raw`, reporting every problem beyond the schema through `report`;
+    a `prompt_file` must lie in one of `roots` (see the module docstring)."""
     prompt = raw.get("prompt")
     if prompt is None:
-        prompt = _read_prompt(raw["prompt_file"], base, report)
+        prompt = _read_prompt(raw["prompt_file"], base, roots, report)
     checks: list[Check] = []
     for index, data in enumerate(raw.get("checks") or ()):
         check = Check.from_dict(data)
@@ -76,8 +110,11 @@ def build_task(
     )
 
 
-def _read_prompt(name: str, base: Path, report: Report) -> str:
-    file = base / name
+def _read_prompt(name: str, base: Path, roots: Sequence[Path], report: Report) -> str:
+    file, problem = confined(name, base, roots, "prompt file")
+    if problem:
+        report(("prompt_file",), problem)
+        return ""
     if not file.exists():
         report(("prompt_file",), f"the prompt file {name} does not exist (looked for {file})")
         return ""

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError as ProtocolError
 
 from assembler.mcp.diagnostics import exception_text
 from assembler.mcp.transport import Transport
-from assembler.urls import display_url
+from assembler.urls import shown_url
 
 if TYPE_CHECKING:
     from assembler.mcp.transport import Streams
@@ -56,7 +56,8 @@ class HTTPTransport(Transport):
             self.last_error = f"HTTP {response.status_code} {reason}".strip()
 
     def describe(self) -> str:
-        return display_url(self.spec.url or "")
+        # From the manifest's text: a `${VAR}` in the path must not show its value.
+        return shown_url(self.spec.url_template, self.spec.url)
 
     def launch_problem(self) -> str | None:
         return None if self.spec.url else "it has neither a `command` nor a `url`"

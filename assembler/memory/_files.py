@@ -3,9 +3,11 @@
 Every file the store writes goes through `atomic_write`: a temporary file in the same
 directory, fsync, rename over the target, fsync of the directory. A reader (or a crash)
 therefore sees the old file or the new one, never half of one, and a symbolic link in
-the store is replaced, never written through. Temporary files share the `.tmp-` prefix
-and are only ever written while the lock is held, so whoever holds the lock may delete
-any it finds: they were left by a writer that died.
+the store is replaced, never written through. Temporary files are named
+`.tmp-<file>.<8 hex digits>` and only ever written while the lock is held, so whoever
+holds the lock may delete any regular file named exactly so: it was left by a writer
+that died. Any other name is someone else's file (a store may share its directory with
+the user's files) and is never deleted.
 
 Every record file the store reads goes through `read_record_file`: a memory directory
 can come from a repository nobody here wrote, and a record is shown to the model. So
@@ -21,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +33,7 @@ from assembler.errors import MemoryStoreError
 from assembler.files import atomic_write as write_file
 
 TEMP_PREFIX: Final = ".tmp-"
+_LEFTOVER = re.compile(r"\.tmp-.+\.[0-9a-f]{8}")
 FRONTMATTER_ALLOWANCE: Final = 4096
 """Bytes a record file may hold beyond its body: the frontmatter (a 64-character name,
 a 256-character description that may need quoting, the type) with room to spare."""
@@ -38,6 +42,11 @@ _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 class RefusedFileError(MemoryStoreError):
     """A file the store will not read as a record; the message says why."""
+
+
+def is_leftover_name(name: str) -> bool:
+    """Whether `name` is one `atomic_write` gives its temporary files."""
+    return _LEFTOVER.fullmatch(name) is not None
 
 
 def file_stamp(path: str | Path) -> tuple[int, int, int]:

@@ -16,8 +16,8 @@ from typing import NamedTuple
 from assembler.errors import MemoryStoreError
 from assembler.memory._files import (
     FRONTMATTER_ALLOWANCE,
-    TEMP_PREFIX,
     RefusedFileError,
+    is_leftover_name,
     read_record_file,
 )
 from assembler.memory._index_types import IndexEntry, InvalidFile, Stamp
@@ -95,7 +95,7 @@ def scan(
         for item in listing:
             file = item.name
             if not file.endswith(".md") or file.startswith("."):
-                if file.startswith(TEMP_PREFIX):
+                if is_leftover_name(file) and item.is_file(follow_symlinks=False):
                     leftovers.append(item.path)
                 continue
             try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Final
@@ -43,6 +44,8 @@ from assembler.memory.journal import JOURNAL_FILE, DamagedJournalError, read_jou
 LOCK_FILE: Final = ".lock"
 GITIGNORE_FILE: Final = ".gitignore"
 LEGACY_INDEX_FILE: Final = "index.json"
+_LEGACY_INDEX_START: Final = b'{"format": "assembler-memory-index"'
+"""How every index an earlier version wrote begins (`encode_index` wrote this first)."""
 _GITIGNORE_HEADER: Final = "# Written by agent-assembler."
 _GITIGNORE: Final = (
     f"{_GITIGNORE_HEADER} The record files (*.md) are the memory;\n"
@@ -207,8 +210,27 @@ class IndexKeeper:
         if current is None or (current.startswith(_GITIGNORE_HEADER) and current != _GITIGNORE):
             self._write(gitignore, _GITIGNORE.encode())
         legacy = self.path / LEGACY_INDEX_FILE
-        if legacy.exists():
+        if is_legacy_index(legacy):
             self._unlink(legacy)
+
+
+def is_legacy_index(path: Path) -> bool:
+    """Whether `path` is the index an earlier version wrote: a regular file (not a link)
+    whose first bytes name its format. A store may share its directory with the user's
+    files, and a user's own `index.json` is theirs."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # missing, a link, unreadable: not ours to delete
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        start = os.read(fd, len(_LEGACY_INDEX_START))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return start == _LEGACY_INDEX_START
 
 
 def directory_stamp(path: Path) -> DirectoryStamp:

@@ -196,8 +196,12 @@ class AnthropicProvider(SDKProvider):
         timeout: float | None = None,
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "anthropic",
+        shown_url: str | None = None,
     ) -> None:
+        """`shown_url`: how messages name the endpoint (the manifest's `base_url` as
+        written, `${VAR}` values left out); by default the URL without credentials."""
         super().__init__(model, settings, provider_name)
+        self._shown_url = shown_url
         self._max_retries = anthropic.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         try:
             self._client = AsyncAnthropic(
@@ -298,7 +302,8 @@ class AnthropicProvider(SDKProvider):
         if streaming and isinstance(e, anthropic.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, anthropic.APIConnectionError):
-            return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
+            shown = self._shown_url or display_url(str(self._client.base_url))
+            return f"cannot reach {shown}: {describe_cause(e)}"
         return describe_cause(e)
 
 

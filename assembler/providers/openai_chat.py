@@ -159,8 +159,12 @@ class OpenAIChatProvider(SDKProvider):
         timeout: float | None = None,
         default_headers: Mapping[str, str] | None = None,
         provider_name: str = "openai",
+        shown_url: str | None = None,
     ) -> None:
+        """`shown_url`: how messages name the endpoint (the manifest's `base_url` as
+        written, `${VAR}` values left out); by default the URL without credentials."""
         super().__init__(model, settings, provider_name)
+        self._shown_url = shown_url
         self._official = is_official_openai(base_url)
         self._include_usage = True
         self._max_retries = openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries
@@ -258,7 +262,8 @@ class OpenAIChatProvider(SDKProvider):
         if streaming and isinstance(e, openai.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, openai.APIConnectionError):
-            return f"cannot reach {display_url(str(self._client.base_url))}: {describe_cause(e)}"
+            shown = self._shown_url or display_url(str(self._client.base_url))
+            return f"cannot reach {shown}: {describe_cause(e)}"
         if isinstance(e, openai.APIError):
             detail = error_detail(e.body, e.message)
             return one_line(f"the server reported an error: {detail}", ERROR_LIMIT)

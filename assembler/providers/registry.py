@@ -50,6 +50,8 @@ class ProviderConfig:
 
     `base_url` is the manifest's; a built-in factory resolves the endpoint it really
     uses with `effective_base_url` (environment variables, local shortcuts).
+    `shown_base_url` is the same URL as messages may show it (made from the manifest's
+    text, `${VAR}` values left out: `assembler.urls.shown_url`).
     """
 
     provider: str
@@ -59,6 +61,7 @@ class ProviderConfig:
     settings: ModelSettings = field(default_factory=ModelSettings)
     options: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    shown_base_url: str | None = None
 
     @property
     def name(self) -> str:
@@ -123,6 +126,7 @@ class ProviderRegistry:
         settings: ModelSettings | None = None,
         options: Mapping[str, Any] | None = None,
         env: Mapping[str, str] = os.environ,
+        shown_base_url: str | None = None,
     ) -> ModelProvider:
         """Build the provider registered as `provider` for `model`."""
         factory = self._factories.get(provider)
@@ -138,6 +142,7 @@ class ProviderRegistry:
             settings=settings or ModelSettings(),
             options=MappingProxyType(dict(options or {})),
             env=env,
+            shown_base_url=shown_base_url,
         )
         return factory(config)
 
@@ -168,6 +173,7 @@ def create_provider(
     options: Mapping[str, Any] | None = None,
     env: Mapping[str, str] = os.environ,
     registry: ProviderRegistry | None = None,
+    shown_base_url: str | None = None,
 ) -> ModelProvider:
     """Build `provider` for `model` from `registry` (default: the built-ins only)."""
     return (registry or ProviderRegistry.builtin()).create(
@@ -178,6 +184,7 @@ def create_provider(
         settings=settings,
         options=options,
         env=env,
+        shown_base_url=shown_base_url,
     )
 
 
@@ -230,6 +237,7 @@ def _openai_factory(config: ProviderConfig) -> ModelProvider:
         base_url=base_url,
         settings=_request_settings(config),
         provider_name=config.provider,
+        shown_url=config.shown_base_url,
         **_sdk_options(config),
     )
 
@@ -245,6 +253,7 @@ def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
         base_url=base_url,
         settings=_request_settings(config),
         provider_name=config.provider,
+        shown_url=config.shown_base_url,
         **_sdk_options(config),
     )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,9 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import SessionError
+from assembler.sessions.file_reads import bounded_lines, open_regular
 from assembler.sessions.records import SUFFIX, Entry, SessionInfo, read_info
 from assembler.sessions.store import Session, SessionStore, is_session_file
 from assembler.user_dirs import default_data_dir
+
+MAX_SUMMARY_LINE_BYTES = 32 << 20
+"""Lines longer than this are counted as entries but not decoded by a summary."""
 
 
 @dataclass(frozen=True)
@@ -92,24 +97,30 @@ def session_directories(session_dir: Path | None = None) -> list[Path]:
 
 def summarise(info: SessionInfo) -> SessionSummary:
     """A session's summary from one read of its file (see the module docstring)."""
+    count, first_message = 0, ""
+    recent: deque[list[bytes | None]] = deque(maxlen=2)  # the last batches with entries
     try:
-        data = info.path.read_bytes()
-    except OSError:
-        data = b""
-    lines = [line for line in data.split(b"\n")[1:] if line.strip()]
-    first_message = ""
-    for line in lines:
-        if b'"user"' not in line:  # cheap test first: most lines are not user messages
-            continue
-        entry = _entry(line)
-        message = entry.payload.get("message") if entry is not None else None
-        if entry is not None and entry.type == "message" and _is_user(message):
-            assert isinstance(message, dict)
-            first_message = message["content"]
-            break
+        fd, _ = open_regular(info.path)
+    except (OSError, SessionError):
+        fd = None
+    if fd is not None:
+        try:
+            skip = 1  # the header
+            for batch in bounded_lines(fd, MAX_SUMMARY_LINE_BYTES):
+                # a line too long to decode (None) is still an entry
+                entries = [line for line in batch[skip:] if line is None or line.strip()]
+                skip = 0
+                if not entries:
+                    continue
+                count += len(entries)
+                recent.append(entries)
+                if not first_message:
+                    first_message = _first_user_text(entries)
+        finally:
+            os.close(fd)
     last = ""
-    for line in reversed(lines):
-        entry = _entry(line)
+    for line in (line for entries in reversed(recent) for line in reversed(entries)):
+        entry = _entry(line) if line is not None else None
         if entry is not None and entry.time:
             last = entry.time
             break
@@ -122,7 +133,7 @@ def summarise(info: SessionInfo) -> SessionSummary:
         workspace=workspace if isinstance(workspace, str) else None,
         started=info.created,
         last_activity=last or _iso(info.modified) or info.created,
-        entries=len(lines),
+        entries=count,
         first_message=first_message,
         header=info.header,
     )
@@ -174,6 +185,19 @@ def summary_of(session: Session) -> SessionSummary | None:
     """The summary of an open session (None if its file became unreadable)."""
     info = read_info(session.path)
     return summarise(info) if info is not None else None
+
+
+def _first_user_text(lines: Iterable[bytes | None]) -> str:
+    """The text of the first user message in `lines`, or empty when they hold none."""
+    for line in lines:
+        if line is None or b'"user"' not in line:  # cheap test first: most lines are not
+            continue
+        entry = _entry(line)
+        message = entry.payload.get("message") if entry is not None else None
+        if entry is not None and entry.type == "message" and _is_user(message):
+            assert isinstance(message, dict)
+            return str(message["content"])
+    return ""
 
 
 def _is_user(message: object) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from assembler.errors import SessionError
 from assembler.files import atomic_write
+from assembler.sessions.file_reads import open_regular, read_header_line
 
 if sys.platform != "win32":
     import fcntl
@@ -194,7 +195,9 @@ def parse_header(line: bytes, path: Path) -> dict[str, Any]:
 def read_session_file(path: Path) -> tuple[dict[str, Any], builtins.list[Entry], int]:
     """The header, the readable entries and the number of bad lines skipped."""
     try:
-        data = path.read_bytes()
+        fd, _ = open_regular(path)  # a FIFO would block, a device never end
+        with os.fdopen(fd, "rb") as file:
+            data = file.read()
     except FileNotFoundError as exc:
         raise SessionError(f"no session file at {path}") from exc
     except OSError as exc:
@@ -221,11 +224,18 @@ def read_session_file(path: Path) -> tuple[dict[str, Any], builtins.list[Entry],
 
 
 def read_info(path: Path) -> SessionInfo | None:
-    """A session's summary from its first line only; None for unreadable files."""
+    """A session's summary from its first line only; None for unreadable files, and
+    for anything but a regular file or a header over `MAX_HEADER_BYTES` (see
+    `assembler.sessions.file_reads`)."""
     try:
-        with path.open("rb") as file:
-            first = file.readline()
-        modified = path.stat().st_mtime
+        fd, status = open_regular(path)
+        try:
+            first = read_header_line(fd)
+        finally:
+            os.close(fd)
+        if first is None:
+            return None
+        modified = status.st_mtime
         header = parse_header(first, path)
     except (OSError, SessionError):
         return None

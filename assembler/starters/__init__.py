@@ -9,15 +9,20 @@ evaluation, sub-agents). Beside them goes a copy of the manifest JSON Schema at
 complete and check fields outside this repository too.
 
 Nothing is ever overwritten: when any file to be written exists, nothing is written.
+Nothing is written outside the directory either: a symbolic link on the way to a file
+(the directory may be a clone holding any) that leads out of it, or nowhere, is refused
+before anything is written. The directory itself may be a link: the user named it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from assembler.errors import UsageError
 from assembler.manifest.schema import schema_text
@@ -76,6 +81,13 @@ def write_starter(directory: Path, template: str, name: str | None = None) -> St
         raise UsageError(f"{directory} exists and is not a directory")
     chosen = name if name is not None else agent_name(directory)
     files = starter_files(template, chosen)
+    links = {problem: None for r in files if (problem := _link_problem(directory, r))}
+    if links:
+        raise UsageError(
+            "assemble init writes only inside the directory: "
+            + "; ".join(links)
+            + "; nothing was written"
+        )
     existing = [relative for relative in files if (directory / relative).exists()]
     if existing:
         raise UsageError(
@@ -84,16 +96,54 @@ def write_starter(directory: Path, template: str, name: str | None = None) -> St
             + "; choose another directory, or move those files away"
         )
     written: list[Path] = []
-    for relative, text in files.items():
-        path = directory / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
+    made: list[Path] = []  # directories created, outermost first
+    try:
+        for relative, text in files.items():
+            path = directory / relative
+            for parent in reversed(path.parents):
+                if not parent.exists():
+                    parent.mkdir()
+                    made.append(parent)
             with path.open("x", encoding="utf-8", newline="\n") as out:  # "x": never replace
+                written.append(path)
                 out.write(text)
-        except FileExistsError as e:  # appeared since the check above
-            raise UsageError(f"assemble init never overwrites: {path} appeared meanwhile") from e
-        written.append(path)
+    except OSError as e:
+        _undo(written, made)  # all or nothing
+        if isinstance(e, FileExistsError):  # appeared since the check above
+            raise UsageError(
+                f"assemble init never overwrites: {e.filename} appeared meanwhile; "
+                "nothing was written"
+            ) from e
+        raise UsageError(f"assemble init cannot write {e.filename}: {e.strerror or e}") from e
     return Starter(directory, template, chosen, tuple(written))
+
+
+def _undo(written: list[Path], made: list[Path]) -> None:
+    """Remove what a refused `write_starter` wrote, newest first."""
+    for path in reversed(written):
+        path.unlink(missing_ok=True)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # not empty: someone else's file appeared
+            folder.rmdir()
+
+
+def _link_problem(directory: Path, relative: str) -> str | None:
+    """Why writing `relative` in `directory` would follow a link out of it or to nothing
+    (`skills is a symbolic link to /elsewhere, outside DIR`), or None."""
+    root = directory.resolve()
+    current = directory
+    for index, part in enumerate(PurePosixPath(relative).parts):
+        current = current / part
+        shown = "/".join(PurePosixPath(relative).parts[: index + 1])
+        if current.is_symlink():
+            target = Path(os.path.realpath(current))
+            if not target.exists():
+                return f"{shown} is a symbolic link to {os.readlink(current)}, which does not exist"
+            if not target.is_relative_to(root):
+                return f"{shown} is a symbolic link to {target}, outside {directory}"
+        elif not current.exists():
+            return None  # what is below will be created
+    return None
 
 
 def _walk(folder: Traversable, prefix: str) -> list[tuple[str, str]]:

@@ -9,7 +9,8 @@ say (`gen_ai.*`):
 
 Extension and permission decisions are span events on `execute_tool`
 (`assembler.tool_call.blocked`, `assembler.tool_result.rewritten`). Prompts, messages,
-tool arguments and results are recorded only when `ASSEMBLER_OTEL_CONTENT=1`.
+tool arguments and results, and the reason given for a block (it may quote the
+arguments), are recorded only when `ASSEMBLER_OTEL_CONTENT=1`.
 
 The API is a no-op until the application (or `opentelemetry-instrument`) installs an
 SDK's tracer provider. Without `opentelemetry-api` installed, `AgentTelemetry.create`

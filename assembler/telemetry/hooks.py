@@ -138,7 +138,7 @@ class TracedHooks:
             tool.end(type(e).__name__)
             raise
         if decision.blocked:
-            _blocked(tool.span, decision)
+            _blocked(tool.span, decision, with_content=self.telemetry.content)
             tool.end("blocked")
         return decision
 
@@ -180,7 +180,7 @@ def span_for_unseen_call(telemetry: AgentTelemetry, record: ToolCallRecord) -> N
         return
     span = _tool_span(telemetry, run, record.call, record.permission)
     if record.decision.blocked:
-        _blocked(span, record.decision, record.permission)
+        _blocked(span, record.decision, record.permission, with_content=telemetry.content)
         error = "blocked"
     else:  # the runner answered for it: no such tool, no JSON object, or a steer came
         error = "invalid_arguments" if record.call.arguments is None else "not_run"
@@ -217,9 +217,17 @@ def _tool_span(
 
 
 def _blocked(
-    span: Span, decision: CallDecision, permission: PermissionOutcome | None = None
+    span: Span,
+    decision: CallDecision,
+    permission: PermissionOutcome | None = None,
+    *,
+    with_content: bool,
 ) -> None:
-    attributes = {"assembler.blocked_by": decision.blocked_by, "assembler.reason": decision.reason}
+    """Who blocked the call, always; why, only with the content opt-in: a reason is
+    free text, and guards quote what they refuse (a command with its token in it)."""
+    attributes = {"assembler.blocked_by": decision.blocked_by}
+    if with_content:
+        attributes["assembler.reason"] = decision.reason
     if permission is not None and permission.rule:
         attributes["assembler.permission.rule"] = permission.rule
     span.add_event(BLOCKED_EVENT, attributes)

@@ -11,9 +11,10 @@ shell environment policy does.
 
 A passthrough entry is a name (passed as is, even when it looks like a secret: the
 manifest asked for it by name) or a glob with `*` (`NODE_*`), which never matches a
-name that looks like a secret nor the agent's own API key variables: a secret goes to
-commands only when it is named in full. MCP stdio servers start from the same base
-(`assembler.mcp.environment`).
+name that looks like a secret, the agent's own API key variables, nor a variable whose
+value carries a credential whatever its name (`APP_DB=postgres://u:pw@db/x`, an Azure
+connection string's `AccountKey=`): a secret goes to commands only when it is named in
+full. MCP stdio servers start from the same base (`assembler.mcp.environment`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ PROVIDER_CREDENTIALS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY"})
 # `PGPASSWORD`, `GOOGLE_APPLICATION_CREDENTIALS`, `NPM_AUTH`, `HF_AUTH_TOKEN`, ...
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:KEY|APIKEY|TOKEN|AUTH|SECRET|PAT|PASS|JWT|DSN|BEARER|WEBHOOK|WEBHOOK_URL)$"
-    r"|PASSWORD|PASSWD|SECRET|CREDENTIAL|_AUTH_|API_KEY|ACCESS_KEY|PRIVATE",
+    r"|PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL|_AUTH_|API_KEY|ACCESS_KEY|PRIVATE"
+    r"|CONNECTION_?STRING|CONN_?STR",
 )
 # The assembler's own variables are configuration unless they look like credentials.
 _ASSEMBLER_SECRET = re.compile(r"^ASSEMBLER_.*(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH)")
@@ -96,6 +98,34 @@ def is_secret_name(name: str) -> bool:
         upper in PROVIDER_CREDENTIALS
         or _SECRET_NAME.search(upper) is not None
         or _ASSEMBLER_SECRET.search(upper) is not None
+    )
+
+
+# A URL with user-info (`scheme://user:password@host`, `https://TOKEN@github.com`): git,
+# database and queue URLs put credentials there, often in the user part alone.
+_URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@")
+# A `key=value` pair whose key names a credential: connection strings (`AccountKey=`,
+# `Password=`, `SharedAccessKey=`), libpq's `password=`, query strings (`?token=`,
+# Azure SAS `sig=`). The key must start the value or follow a separator.
+_CREDENTIAL_PAIR = re.compile(
+    r"(?:^|[\s;&?,])(?:account_?key|shared_?access_?key|access_?key|secret_?key|api_?key"
+    r"|client_?secret|secret|password|passwd|pwd|passphrase|access_?token|auth_?token"
+    r"|refresh_?token|token|sig|signature)\s*=\s*[^\s;&]",
+    re.IGNORECASE,
+)
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+
+
+def carries_credentials(value: str) -> bool:
+    """Whether a variable's value holds a credential, whatever the variable is called.
+
+    Like `is_secret_name`, only used to keep globs away: a value can hide a secret in
+    ways no pattern sees, which is why nothing is passed by default.
+    """
+    return (
+        _URL_USERINFO.search(value) is not None
+        or _CREDENTIAL_PAIR.search(value) is not None
+        or _PRIVATE_KEY.search(value) is not None
     )
 
 
@@ -135,7 +165,7 @@ def _matching(
     for name, value in parent.items():
         if name in found or not any(fnmatchcase(name, glob) for glob in globs):
             continue
-        if is_secret_name(name) or name.upper() in exclude:
+        if is_secret_name(name) or name.upper() in exclude or carries_credentials(value):
             continue
         found[name] = value
     return found

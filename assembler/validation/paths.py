@@ -73,18 +73,26 @@ def check_path_names(ctx: CheckContext) -> Iterator[Issue]:
     """A name longer than the file system allows is reported once, here, at its field;
     the checks after this one skip that field (every stat of it would fail)."""
     for at, value in path_fields(ctx.data):
-        encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
-        longest = max(encoded, key=len)
-        if len(longest) > MAX_NAME_BYTES:
-            shown = longest.decode("utf-8", "replace")
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."
-            yield ctx.issue(
-                at,
-                f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
-                f"at most {MAX_NAME_BYTES} bytes per name",
-            )
-        elif sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
-            yield ctx.issue(at, f"the path is longer than {MAX_PATH_BYTES:,} bytes")
+        problem = path_name_problem(value)
+        if problem is not None:
+            yield ctx.issue(at, problem)
+
+
+def path_name_problem(value: str) -> str | None:
+    """Why the file system cannot take the path `value` (a name over 255 bytes, a path
+    over 4,096), or None. Eval files use it too."""
+    encoded = [part.encode("utf-8", "surrogatepass") for part in value.split("/")]
+    longest = max(encoded, key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        shown = longest.decode("utf-8", "replace")
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return (
+            f"the name `{shown}` is {len(longest):,} bytes long; file systems allow "
+            f"at most {MAX_NAME_BYTES} bytes per name"
+        )
+    if sum(map(len, encoded)) + len(encoded) > MAX_PATH_BYTES:
+        return f"the path is longer than {MAX_PATH_BYTES:,} bytes"
+    return None
 
 
 def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
@@ -93,18 +101,25 @@ def check_workspace(ctx: CheckContext) -> Iterator[Issue]:
     if not is_dir(where):
         yield ctx.issue(("workspace",) if raw else (), f"workspace {where} {dir_state(where)}")
         return
-    # A workspace is where the file tools may write and `bash` runs: the whole disk or
-    # the home directory is almost surely a mistake (`workspace: /`, `~`).
+    broad = broad_workspace(where)
+    if broad is not None:
+        yield ctx.issue(("workspace",) if raw else (), broad, "warning")
+
+
+def broad_workspace(where: Path) -> str | None:
+    """The warning for a workspace that is the whole disk or the home directory, or None.
+
+    A workspace is where the file tools may write and `bash` runs: either is almost
+    surely a mistake (`workspace: /`, `~`). Eval files warn the same way."""
     resolved = Path(os.path.realpath(where))
     home = Path(os.path.realpath(os.path.expanduser("~")))
-    if resolved == Path(resolved.anchor) or resolved == home:
-        what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
-        yield ctx.issue(
-            ("workspace",) if raw else (),
-            f"the workspace is {what} ({resolved}): the file tools could then read and change "
-            "every file in it; point `workspace` at the project",
-            "warning",
-        )
+    if resolved != Path(resolved.anchor) and resolved != home:
+        return None
+    what = "the root directory" if resolved == Path(resolved.anchor) else "your home directory"
+    return (
+        f"the workspace is {what} ({resolved}): the file tools could then read and change "
+        "every file in it; point `workspace` at the project"
+    )
 
 
 def check_context_files(ctx: CheckContext) -> Iterator[Issue]:

@@ -219,7 +219,8 @@ def failing_write(
         calls += 1
         if calls == fail_on:
             if leave_temp:  # died after writing the temp file, before the rename
-                (path.parent / f".tmp-{path.name}.crash").write_bytes(data)
+                # named as `atomic_write` names its temporary files
+                (path.parent / f".tmp-{path.name}.c0ffee00").write_bytes(data)
             raise MemoryStoreError(f"simulated crash writing {path.name}")
         real_write(path, data, sync_directory=sync_directory)
 

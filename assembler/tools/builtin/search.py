@@ -78,6 +78,24 @@ def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, An
 
 async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> dict[str, Any]:
     """Run a search in a worker process; kill it when it exceeds the tool timeout."""
+    try:
+        return await run_in_worker(request, ctx.timeout, what)
+    except WorkerTimeout:
+        raise ToolError(
+            f"{what} did not finish within {ctx.timeout:g} s (limits.tool_timeout) and "
+            "was stopped; a pattern with nested repetition such as `(a+)+` can take "
+            "forever on a non-matching line: simplify the pattern or narrow the path"
+        ) from None
+
+
+class WorkerTimeout(ToolError):
+    """The worker did not answer in time and was killed."""
+
+
+async def run_in_worker(request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process, killed when
+    it takes longer than `timeout` seconds (`WorkerTimeout`) or the call is cancelled.
+    Also used by evaluations' `answer_matches`, whose pattern may backtrack as badly."""
     # Imported here: listing and validating tools must not load asyncio.
     import asyncio
 
@@ -103,13 +121,9 @@ async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> di
     RUNNING.add(proc.pid, kill)
     payload = json.dumps({**request, "parent": os.getpid()}).encode()
     try:
-        out, err = await asyncio.wait_for(proc.communicate(payload), ctx.timeout)
+        out, err = await asyncio.wait_for(proc.communicate(payload), timeout)
     except TimeoutError:
-        raise ToolError(
-            f"{what} did not finish within {ctx.timeout:g} s (limits.tool_timeout) and "
-            "was stopped; a pattern with nested repetition such as `(a+)+` can take "
-            "forever on a non-matching line: simplify the pattern or narrow the path"
-        ) from None
+        raise WorkerTimeout(f"{what} did not finish within {timeout:g} s") from None
     finally:
         # Also on cancellation: the search must not outlive the call, and the process
         # is reaped here so its pipes are closed before the event loop is.

@@ -1,4 +1,5 @@
-"""The work of `grep` and `find`, in a process of its own that can be killed.
+"""The work of `grep` and `find` (and of evaluations' `answer_matches`), in a process
+of its own that can be killed.
 
 The model writes the regular expression (`grep`) and the glob (`find`, `grep`'s
 `glob`), and Python's `re` backtracks: `^(a+)+$` against a line of `a`s and a `b`,
@@ -81,6 +82,19 @@ def find(request: dict[str, Any]) -> dict[str, Any]:
     return {"paths": found[: request["limit"]], "count": len(found)}
 
 
+def match(request: dict[str, Any]) -> dict[str, Any]:
+    """The first match of `pattern` in `text` (an evaluation's `answer_matches`):
+    `{"match": [start, matched text]}`, or `{"match": None}`."""
+    try:
+        found = re.search(request["pattern"], request["text"])
+    except re.error as exc:
+        return {"error": f"invalid regular expression {request['pattern']!r}: {exc}"}
+    return {"match": None if found is None else [found.start(), found.group(0)]}
+
+
+_OPERATIONS = {"grep": grep, "find": find, "match": match}
+
+
 def _die_with_parent(parent: int) -> None:
     """Be killed when the assembler dies (Linux); exit now if it already has."""
     if sys.platform.startswith("linux"):
@@ -96,6 +110,6 @@ def _die_with_parent(parent: int) -> None:
 def main() -> None:
     request = json.loads(sys.stdin.read())
     _die_with_parent(int(request["parent"]))
-    answer = grep(request) if request["op"] == "grep" else find(request)
+    answer = _OPERATIONS[request["op"]](request)
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
