@@ -8,7 +8,8 @@ stopped, so a live session costs only its new bytes; a file that shrank or was
 replaced (another inode) is read again from the start.
 
 A final line without its newline is a write in progress (or a torn one): it is not
-indexed until its newline arrives, as the session reader treats it.
+indexed until its newline arrives, as the session reader treats it. A line over
+`MAX_LINE` is skipped as it is read, never held whole.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import Generic, NamedTuple, TypeVar
 T = TypeVar("T")
 
 CHUNK = 1 << 20
+MAX_LINE = 64 << 20
+"""A line longer than this (64 MiB) is not held in memory: it is indexed as a line the
+reader cannot use (what `extract(b"")` says), and reading goes on after it."""
 
 
 class Line(NamedTuple, Generic[T]):
@@ -67,22 +71,32 @@ class LineIndex(Generic[T]):
             start = state.end
             with self.path.open("rb") as handle:
                 handle.seek(start)
-                carry = b""
-                offset = start
-                while True:
-                    chunk = handle.read(CHUNK)
-                    if not chunk:
-                        break
-                    data = carry + chunk
+                pos = start  # the file offset of data[0], or of the next chunk
+                data = b""
+                skip_from: int | None = None  # where a line over MAX_LINE started
+                while chunk := handle.read(CHUNK):
+                    if skip_from is not None:
+                        newline = chunk.find(b"\n")
+                        if newline < 0:
+                            pos += len(chunk)
+                            continue
+                        end = pos + newline + 1
+                        unusable = self._extract(b"")
+                        state.lines.append(
+                            Line(len(state.lines), skip_from, end - skip_from, unusable)
+                        )
+                        skip_from, pos, data = None, end, chunk[newline + 1 :]
+                    else:
+                        data += chunk
                     cut = data.rfind(b"\n")
-                    if cut < 0:
-                        carry = data
-                        continue
-                    self._index(state, data[: cut + 1], offset)
-                    offset += cut + 1
-                    carry = data[cut + 1 :]
-                state.end = offset
-            return offset != start
+                    if cut >= 0:
+                        self._index(state, data[: cut + 1], pos)
+                        pos += cut + 1
+                        data = data[cut + 1 :]
+                    if len(data) > MAX_LINE:
+                        skip_from, pos, data = pos, pos + len(data), b""
+                state.end = pos if skip_from is None else skip_from
+            return state.end != start
 
     def _index(self, state: _State[T], data: bytes, offset: int) -> None:
         lines = state.lines

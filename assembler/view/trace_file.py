@@ -62,7 +62,8 @@ class TraceFile:
         self._settled: tuple[int, dict[tuple[int, str], list[Line[CallKey]]]] = (0, {})
 
     def refresh(self) -> None:
-        if self.path.is_file():
+        # a link is not followed: it could lead out of the folder the view was given
+        if self.path.is_file() and not self.path.is_symlink():
             self.index.refresh()
 
     def calls(self) -> dict[tuple[int, str], list[Line[CallKey]]]:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from assembler.view import lines
 from assembler.view.lines import LineIndex
 
 
@@ -51,3 +54,26 @@ def test_lines_longer_than_a_read_chunk(tmp_path: Path) -> None:
     index.refresh()
     assert [line.info for line in index.lines] == [5, len(big), 3]
     assert index.read(index.lines[1]) == big
+
+
+def test_a_line_over_the_limit_is_skipped_not_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lines, "CHUNK", 16)
+    monkeypatch.setattr(lines, "MAX_LINE", 40)
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"one\n" + b"y" * 200 + b"\ntwo\n" + b"z" * 100)
+    index = LineIndex(path, lambda raw: raw.decode() or "<unusable>")
+    index.refresh()
+    assert [line.info for line in index.lines] == ["one", "<unusable>", "two"]
+    assert index.read(index.lines[2]) == b"two"
+    with path.open("ab") as handle:
+        handle.write(b"\nthree\n")
+    index.refresh()
+    assert [line.info for line in index.lines] == [
+        "one",
+        "<unusable>",
+        "two",
+        "<unusable>",
+        "three",
+    ]
