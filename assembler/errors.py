@@ -11,12 +11,15 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
     │               (TemplateSecurityError), PermissionRuleError, TrustError,
-    │               MissingCredentialsError*,
-    │               UnknownProviderError*, MissingExtraError
+    │               MissingCredentialsError*, ConfigurationError*
+    │               (UnknownProviderError*), MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
 
     * also a ProviderError, so `except ProviderError` sees every provider problem.
+
+The CLI exits 2 for a `ConfigurationError` (a usage error, as click's own are: the
+model named cannot work, whatever the run) and 1 for every other error.
 """
 
 from __future__ import annotations
@@ -78,6 +81,9 @@ class ManifestError(UsageError):
         self.issues: tuple[Issue, ...] = tuple(issues)
         super().__init__("\n".join(issue.format() for issue in self.issues))
 
+    def __reduce__(self) -> tuple[type[ManifestError], tuple[tuple[Issue, ...]]]:
+        return type(self), (self.issues,)  # pickled as made (a Dask worker's error)
+
     @property
     def errors(self) -> tuple[Issue, ...]:
         return tuple(issue for issue in self.issues if issue.severity == "error")
@@ -87,8 +93,12 @@ class PromptContextError(UsageError, ValueError):
     """A `context` value cannot be turned into canonical JSON; `path` says where."""
 
     def __init__(self, message: str, path: str = "$") -> None:
+        self.reason = message
         self.path = path
         super().__init__(f"{message} at {path}")
+
+    def __reduce__(self) -> tuple[type[PromptContextError], tuple[str, str]]:
+        return type(self), (self.reason, self.path)
 
 
 class TemplateError(UsageError):
@@ -123,7 +133,14 @@ class ContextOverflowError(ProviderError):
         self.context_window = context_window
 
 
-class UnknownProviderError(ProviderError, UsageError, KeyError):
+class ConfigurationError(ProviderError, UsageError):
+    """The model setup cannot work as given, for any run: an invalid `provider:name`
+    (`--model`, `ASSEMBLER_MODEL`, the user's config file), no model at all, bad
+    provider options, a scripted provider without its script. A usage error: the CLI
+    exits 2, and `assemble eval` reports it once, before any task runs."""
+
+
+class UnknownProviderError(ConfigurationError, KeyError):
     """The manifest or `--model` names a provider that nobody registered."""
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise
@@ -150,6 +167,9 @@ class PermissionRuleError(UsageError):
         self.rule = rule
         self.offset = offset
         super().__init__(f"permission rule {rule!r}: {message}" if rule else message)
+
+    def __reduce__(self) -> tuple[type[PermissionRuleError], tuple[str, str, int]]:
+        return type(self), (self.reason, self.rule, self.offset)
 
 
 class MissingExtraError(UsageError):

@@ -30,6 +30,7 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 _SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+_USER_DEFAULTS = ("ASSEMBLER_MODEL",)  # the developer's own default model
 
 
 def _is_local(address: Any) -> bool:
@@ -70,7 +71,7 @@ def _isolated_user_dirs(
     home = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("ASSEMBLER_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("ASSEMBLER_DATA_DIR", str(home / "data"))
-    for name in _SECRETS:
+    for name in (*_SECRETS, *_USER_DEFAULTS):
         monkeypatch.delenv(name, raising=False)
 
 

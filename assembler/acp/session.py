@@ -45,7 +45,7 @@ class EditorSession:
         self.id = session_id
         self.agent = agent
         self.client = client
-        self.workspace = agent.manifest.workspace.resolve()
+        self.workspace = agent.state().workspace
         self.turn: TurnUpdates | None = None
         self._turns = asyncio.Lock()
         self._tickets = 0  # turns received
@@ -66,7 +66,8 @@ class EditorSession:
 
     async def replay(self) -> None:
         """Send the conversation so far (`session/load`)."""
-        for update in history_updates(self.agent.messages, self.tool, self.workspace):
+        messages = self.agent.state().messages
+        for update in history_updates(messages, self.tool, self.workspace):
             await self._send(update)
 
     async def prompt(self, text: str) -> PromptResponse:

@@ -13,14 +13,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from assembler.agent.conversation import (
-    Restored,
-    SessionRecorder,
-    open_session,
-    restore,
-    session_store,
-)
+from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.prompt_record import prompt_payload, section_sources
+from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
@@ -36,13 +31,13 @@ from assembler.runner.events import (
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
+from assembler.sessions.store import Session, SessionStore
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from assembler.agent.lifecycle import Assembly
     from assembler.agent.parts import AgentParts
     from assembler.memory.session import MemorySession
-    from assembler.sessions.store import Session
 
 
 @dataclass(frozen=True)
@@ -155,10 +150,12 @@ class Agent:
         """Run `prompt`, yielding events as they happen; the session file records
         each message as soon as it is part of the conversation."""
         await self.start()
-        for issue in self.parts.pending_diagnostics():
+        # the build's diagnostics and a server that failed to start, before the first
+        # request: the model works without its tools, and the user should know why
+        for issue in (*self.parts.pending_diagnostics(), *self.assembly.poll()):
             yield Diagnostic(issue.message, issue.severity)
         if self.session is not None:
-            self.session.append("event", {"event": {"type": "run_start", "prompt": prompt}})
+            self.session.append_run_start(prompt)
         start_usage = self.runner.usage
         async for event in self.runner.run(prompt, max_turns=max_turns):
             if isinstance(event, TurnEnd | RunEnd):
@@ -174,7 +171,7 @@ class Agent:
                     session_id=self.session.id if self.session is not None else "",
                 )
                 if self.session is not None:
-                    self.session.append("event", {"event": end.to_dict()})
+                    self.session.append_run_end(end.to_dict())
                 yield end
             else:
                 yield event
@@ -217,6 +214,37 @@ class Agent:
         """Input tokens of the latest response, and the context window (if known)."""
         return self.runner.context_tokens, self.runner.context_window
 
+    def state(self) -> AgentState:
+        """What front ends show (the terminal, RPC, ACP), read at once as a copy."""
+        runner = self.runner
+        steers, follow_ups = runner.queued()
+        gate = self.permissions
+        return AgentState(
+            name=self.name,
+            model=self.provider.name,
+            endpoint=runner.endpoint,
+            workspace=self.manifest.workspace.resolve(),
+            session=self.session,
+            streaming=runner.running,
+            steers=steers,
+            follow_ups=follow_ups,
+            usage=runner.usage,
+            context_tokens=runner.context_tokens,
+            context_window=runner.context_window,
+            permission_mode=gate.policy.mode if gate is not None else None,
+            permission_default=gate.policy.default if gate is not None else None,
+            messages=tuple(runner.messages),
+            entry_ids=self._entry_ids(),
+        )
+
+    def _entry_ids(self) -> tuple[str | None, ...] | None:
+        recorder = self.runner.recorder
+        if not isinstance(recorder, SessionRecorder):
+            return None
+        if len(recorder.entry_ids) != len(self.runner.messages):
+            return None  # not in step (never expected): better none than wrong ones
+        return tuple(entry or None for entry in recorder.entry_ids)
+
     # -- sessions -------------------------------------------------------------------------
 
     def use_session(self, restored: Restored) -> None:
@@ -254,7 +282,7 @@ class Agent:
         """Continue another session of this agent (id, id prefix or path)."""
         if self.runner.running:
             raise SessionError("cannot switch sessions while a run is in progress")
-        store = session_store(self.manifest, self._session_dir())
+        store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         session = open_session(store, self.manifest, reference)
         self.use_session(restore(session))
         return session
@@ -263,13 +291,13 @@ class Agent:
         """Start over in a new, empty session file (the old one stays as it is)."""
         if self.runner.running:
             raise SessionError("cannot start a new session while a run is in progress")
-        store = session_store(self.manifest, self._session_dir())
+        store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         header = dict(self.session.header) if self.session is not None else {}
-        session = store.create(
+        session = store.start(
             agent=self.manifest.name,
             manifest=self.manifest.path,
             model=str(header.get("model", "")),
-            metadata={"workspace": str(self.manifest.workspace.resolve())},
+            workspace=self.manifest.workspace.resolve(),
         )
         self.use_session(restore(session))
         return session

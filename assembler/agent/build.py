@@ -17,19 +17,21 @@ before any project code runs.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Unpack
 
 from assembler.agent.agent import Agent
-from assembler.agent.conversation import open_session, session_store
+from assembler.agent.conversation import open_session
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
-    choose_model,
+    check_model,
     create_model_provider,
     is_builtin_provider,
     shown_endpoint,
 )
+from assembler.agent.options import BuildChanges, BuildOptions
 from assembler.agent.services import (
     check_extras,
     create_session,
@@ -40,20 +42,19 @@ from assembler.agent.services import (
     traced_provider,
 )
 from assembler.agent.subagents import Team
-from assembler.agent.team import TeamMember, load_team
+from assembler.agent.team import load_team
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
-from assembler.permissions.gate import Approver, PermissionGate
-from assembler.permissions.policy import PermissionMode, PermissionPolicy
-from assembler.providers.base import ModelProvider
+from assembler.permissions.gate import PermissionGate
+from assembler.permissions.policy import PermissionPolicy
 from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
-from assembler.sessions.store import Session
+from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
-from assembler.trust import TrustPrompt, check_trust
+from assembler.trust import check_trust
 from assembler.validation.load import load_manifest
 
 
@@ -72,58 +73,41 @@ def skill_directories(
 
 def build_agent(
     manifest: Manifest | str | Path,
-    *,
-    model: str | None = None,
-    provider: ModelProvider | None = None,
-    flags: LoaderFlags | None = None,
-    session_dir: Path | None = None,
-    record_session: bool = True,
-    trust: bool | None = None,
-    ask_trust: TrustPrompt | None = None,
-    env: Mapping[str, str] | None = None,
-    session: str | Path | Session | None = None,
-    fork: str | None = None,
-    permission_mode: PermissionMode = "default",
-    approver: Approver | None = None,
-    team: TeamMember | None = None,
+    options: BuildOptions | None = None,
+    /,
+    **changes: Unpack[BuildChanges],
 ) -> Agent:
     """Build an agent from a manifest (or a manifest path), in the fixed order.
 
-    `provider` replaces the manifest's model with a ready provider (tests use
-    `assembler.testing.ScriptedModel`); `model` overrides it by name. `session` (an
-    id, id prefix, path or open `Session`) continues an existing session exactly as
-    it was sent; with `fork` (an entry id of it), a new session starts from that entry.
-    `approver` answers the manifest's `ask` permission rules (none: an ask is a deny);
-    `permission_mode` changes what an ask becomes (`accept-edits`, `deny-asks`,
-    `bypass`).
-    `team` is the sub-agent tree of `manifest` when a parent builds its child (the
-    tree is otherwise loaded here, and trust is decided for all of it at once).
+    `options` says how (`BuildOptions`: model or provider, loader flags, sessions,
+    trust, permissions); keyword arguments change single fields of it, so
+    `build_agent(path, trust=True, provider=model)` reads as before.
     """
+    options = replace(options or BuildOptions(), **changes)
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
-    environment = os.environ if env is None else env
+    environment = os.environ if options.env is None else options.env
+    flags, provider = options.flags, options.provider
 
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
-    member = team if team is not None else load_team(manifest, env=environment)
+    member = options.team if options.team is not None else load_team(manifest, env=environment)
     check_trust(
         manifest,
-        trust,
-        ask_trust,
+        options.trust,
+        options.ask_trust,
         include_extensions=not (flags and flags.no_extensions),
         children=[(m.path, m.manifest) for m in member.descendants()],
     )
-    choice = None if provider is not None else choose_model(manifest, model)
+    choice = None if provider is not None else check_model(manifest, options.model, environment)
     model_provider = provider
     if choice is not None and is_builtin_provider(choice.provider):
         model_provider = create_model_provider(choice, environment)
-    recording = _session(manifest, session, fork, session_dir)
-    if recording is None and record_session:
-        recording = create_session(manifest, choice, provider, session_dir)
+    recording = _session(manifest, options.session, options.fork, options.session_dir)
+    if recording is None and options.record_session:
+        recording = create_session(manifest, choice, provider, options.session_dir)
     telemetry = create_telemetry(manifest, choice, provider, environment)
-    subagents = Team(
-        member, build_agent, env=environment, flags=flags, permission_mode=permission_mode
-    )
+    subagents = Team(member, build_agent, replace(options, env=environment))
     assembly = Assembly(
         manifest,
         trace_factory=trace_factory(recording),
@@ -148,6 +132,8 @@ def build_agent(
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
+        endpoint=shown_endpoint(choice, environment) if choice is not None else "",
+        permissions=_permission_gate(manifest, options),
         provider=traced,
         parts=parts,
         tool_context=ToolContext(
@@ -172,13 +158,6 @@ def build_agent(
         compact_reserve=limits.compact_reserve,
         keep_tokens=min(DEFAULT_KEEP_TOKENS, window // 4) if window else DEFAULT_KEEP_TOKENS,
     )
-    if choice is not None:
-        runner.endpoint = shown_endpoint(choice, environment)
-    if manifest.permissions != PermissionsSpec() or permission_mode != "default":
-        policy = PermissionPolicy.from_spec(
-            manifest.permissions, workspace=manifest.workspace.resolve(), mode=permission_mode
-        )
-        runner.permissions = PermissionGate(policy, approver)
     agent = Agent(
         manifest=manifest,
         provider=model_provider,
@@ -208,9 +187,19 @@ def _session(
     opened = (
         session
         if isinstance(session, Session)
-        else open_session(session_store(manifest, directory), manifest, session)
+        else open_session(SessionStore.for_agent(manifest.name, directory), manifest, session)
     )
     return opened.fork(fork) if fork is not None else opened
+
+
+def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGate | None:
+    """The manifest's rules at run time; none without rules or a mode that changes asks."""
+    if manifest.permissions == PermissionsSpec() and options.permission_mode == "default":
+        return None
+    policy = PermissionPolicy.from_spec(
+        manifest.permissions, workspace=manifest.workspace.resolve(), mode=options.permission_mode
+    )
+    return PermissionGate(policy, options.approver)
 
 
 def _known_window(choice: ModelChoice | None) -> int | None:

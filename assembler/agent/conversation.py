@@ -18,8 +18,6 @@ from assembler.agent.prompt_record import fingerprint
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
 from assembler.messages import Message, ToolSchema, Usage
-from assembler.sessions.paths import default_session_dir
-from assembler.sessions.records import SessionInfo
 from assembler.sessions.store import Session, SessionStore
 
 PromptDescriber = Callable[[str, Sequence[ToolSchema]], Mapping[str, Any]]
@@ -74,10 +72,6 @@ class Restored:
     entry_ids: tuple[str, ...]
 
 
-def session_store(manifest: Manifest, session_dir: Path | None) -> SessionStore:
-    return SessionStore(session_dir or default_session_dir(manifest.name))
-
-
 def restore(session: Session, leaf: str | None = None) -> Restored:
     """The conversation `session` continues with (from `leaf`, default its last entry).
 
@@ -108,13 +102,3 @@ def open_session(store: SessionStore, manifest: Manifest, reference: str | Path)
             f"session {session.id} belongs to agent `{agent}`, not `{manifest.name}`"
         )
     return session
-
-
-def latest_session(store: SessionStore, manifest: Manifest) -> SessionInfo | None:
-    """The most recently written session of this agent in this workspace
-    (`assemble run --continue`)."""
-    workspace = str(manifest.workspace.resolve())
-    for info in store.list():
-        if info.agent == manifest.name and info.header.get("workspace") in (workspace, None):
-            return info
-    return None

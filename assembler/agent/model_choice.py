@@ -11,18 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assembler.errors import ProviderError
+from assembler.errors import ConfigurationError
 from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
 from assembler.providers.endpoints import effective_base_url
 from assembler.providers.registry import (
     ProviderRegistry,
+    check_options,
     create_provider,
     known_providers,
     parse_model_string,
 )
 from assembler.urls import display_url
+from assembler.user_config import MODEL_VARIABLE, config_file, default_model
 
 
 @dataclass(frozen=True)
@@ -41,26 +43,28 @@ class ModelChoice:
         return f"{self.provider}:{self.name}"
 
 
-def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice:
-    """The manifest's model, or `override` (`provider:name`, as `--model` gives it).
+def choose_model(
+    manifest: Manifest, override: str | None = None, env: Mapping[str, str] | None = None
+) -> ModelChoice:
+    """`override` (`provider:name`, as `--model` gives it), else the manifest's model,
+    else the user's default (`ASSEMBLER_MODEL`, or `model:` in the user's config file;
+    `env` stands for `os.environ`). No model at all is a `ConfigurationError`.
 
     An override of the same provider keeps the manifest's `base_url`, key variable
     and options; another provider starts from defaults.
     """
     spec = manifest.model
+    if not override and spec is None:
+        override = _default_model(manifest, os.environ if env is None else env)
     if override:
         provider, name = parse_model_string(override)
         if spec is None or spec.provider != provider:
             return _with_script(
                 manifest, ModelChoice(provider, name, None, None, ModelSettings(), {})
             )
-    elif spec is not None:
-        provider, name = spec.provider, spec.name
     else:
-        raise ProviderError(
-            f"{manifest.name}: no model: set `model:` in the manifest or pass --model provider:name"
-        )
-    assert spec is not None
+        assert spec is not None
+        provider, name = spec.provider, spec.name
     options = dict(spec.options)
     if spec.script is not None:
         options["script"] = str(spec.script)
@@ -74,6 +78,29 @@ def choose_model(manifest: Manifest, override: str | None = None) -> ModelChoice
     )
 
 
+def default_label(manifest: Manifest, env: Mapping[str, str] | None = None) -> str:
+    """The `provider:name` a run of `manifest` uses without `--model` ("" when none):
+    its own model, else the user's default."""
+    if manifest.model is not None:
+        return manifest.model.label
+    default = default_model(os.environ if env is None else env)
+    return default.value if default is not None else ""
+
+
+def _default_model(manifest: Manifest, env: Mapping[str, str]) -> str:
+    default = default_model(env)
+    if default is None:
+        raise ConfigurationError(
+            f"{manifest.name}: no model: set `model:` in the manifest, pass --model "
+            f"provider:name, or set a default ({MODEL_VARIABLE}, or `model:` in {config_file()})"
+        )
+    try:
+        parse_model_string(default.value)
+    except ConfigurationError as e:
+        raise ConfigurationError(f"{e} (from {default.source})") from e
+    return default.value
+
+
 def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
     """`scripted:<file>` names its script, relative to the manifest."""
     if choice.provider != "scripted" or "script" in choice.options:
@@ -82,6 +109,20 @@ def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
     return ModelChoice(
         choice.provider, choice.name, None, None, choice.settings, {"script": str(script)}
     )
+
+
+def check_model(
+    manifest: Manifest, override: str | None = None, env: Mapping[str, str] | None = None
+) -> ModelChoice:
+    """`choose_model`, and the checks creating its provider would make of the setup
+    (a known provider, sensible options), without creating it: for a caller that runs
+    many builds (`assemble eval`) and reports a configuration mistake once. A provider
+    only an extension can register is left to the build."""
+    choice = choose_model(manifest, override, env)
+    if not is_builtin_provider(choice.provider) and not manifest.extensions:
+        ProviderRegistry.builtin().create(choice.provider, choice.name)  # names the known
+    check_options(choice.provider, choice.name, choice.options)
+    return choice
 
 
 def shown_endpoint(choice: ModelChoice, env: Mapping[str, str]) -> str:

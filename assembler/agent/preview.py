@@ -40,6 +40,9 @@ class Preview:
     notes: tuple[str, ...] = ()
     permissions: Mapping[str, object] = field(default_factory=dict)
     """The effective permission rules, by precedence (deny, ask, allow, default)."""
+    failures: tuple[Issue, ...] = ()
+    """What failed while the agent started (an MCP server): a run would lack it, so the
+    prompt shown is not the one a working setup gives (also in `diagnostics`)."""
 
 
 def effective_permissions(manifest: Manifest) -> dict[str, object]:
@@ -189,16 +192,21 @@ async def preview_live(
     session_dir: Path | None = None,
     user_input: str | None = None,
     team: TeamMember | None = None,
+    model: str | None = None,
 ) -> Preview:
     """Build the real agent (extensions loaded, servers started) and read its prompt;
-    `team` when `manifest` is a sub-agent of the tree it comes from."""
+    `team` when `manifest` is a sub-agent of the tree it comes from. Without `model`
+    no model is created (none is needed to render); with it, the agent is built as
+    `run --model` builds it (its SDK and API key required), and a `model` memory
+    selection for `user_input` asks it: the one request render can make."""
     # Imported here: a dry run never builds an agent, and the build's imports (runner,
     # providers, extensions) would add to every `render --dry-run` start-up.
     from assembler.agent.build import build_agent
 
     agent = build_agent(
         manifest,
-        provider=NoModel(),
+        provider=NoModel() if model is None else None,
+        model=model,
         flags=flags,
         record_session=False,
         trust=trust,
@@ -216,11 +224,13 @@ async def preview_live(
         )
         if memory is not None and wanted:
             selected = await memory.select(user_input or "")
+        started = tuple(agent.assembly.poll())
         return Preview(
             rendered=agent.parts.prompt.render(),
             tools=agent.registry.tools(),
             snapshot=agent.snapshot,
-            diagnostics=(*agent.diagnostics, *agent.assembly.poll()),
+            diagnostics=(*agent.diagnostics, *started),
+            failures=tuple(issue for issue in started if issue.severity == "error"),
             memory=tuple(_describe(entry) for entry in selected),
             notes=memory_note(manifest, user_input),
             permissions=effective_permissions(manifest),

@@ -93,16 +93,14 @@ def create_session(
     session_dir: Path | None,
 ) -> Session:
     # Imported here to keep `render` and `validate` start-up free of the session store.
-    from assembler.sessions.paths import default_session_dir
     from assembler.sessions.store import SessionStore
 
-    store = SessionStore(session_dir or default_session_dir(manifest.name))
     label = choice.label if choice is not None else (provider.name if provider else "")
-    return store.create(
+    return SessionStore.for_agent(manifest.name, session_dir).start(
         agent=manifest.name,
         manifest=manifest.path,
         model=label,
-        metadata={"workspace": str(manifest.workspace.resolve())},
+        workspace=manifest.workspace.resolve(),
     )
 
 
@@ -112,8 +110,7 @@ def trace_factory(session: Session | None) -> TraceFactory | None:
         return None
     from assembler.sessions.trace import TraceWriter
 
-    path = session.path
-    trace_path = path.with_name(path.name.removesuffix(".jsonl") + ".trace.jsonl")
+    trace_path = session.trace_path
 
     def factory(sources: Mapping[str, str]) -> TraceWriter:
         return TraceWriter(trace_path, sources)

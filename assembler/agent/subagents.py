@@ -23,19 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from assembler.agent.conversation import SessionRecorder
+from assembler.agent.options import BuildOptions
+from assembler.agent.state import AgentState
 from assembler.agent.team import Delegate, TeamMember, delegate_tool
 from assembler.errors import AssemblerError
 from assembler.manifest.model import AgentToolSet, Manifest
 from assembler.messages import AssistantMessage
 from assembler.permissions.gate import Approver, PermissionGate
-from assembler.permissions.policy import PermissionMode
 from assembler.providers.base import ModelProvider
-from assembler.resources.loader import LoaderFlags
 from assembler.runner.events import Event, RunEnd, SubagentEvent
-from assembler.runner.loop import AgentRunner
 from assembler.sessions.codec import usage_to_dict
-from assembler.sessions.store import TRACE_SUFFIX, Session, SessionStore
+from assembler.sessions.store import Session
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.truncate import truncate_text
 
@@ -50,11 +48,16 @@ class ChildAgent(Protocol):
 
 
 class ParentAgent(Protocol):
-    """What a delegation reads of the agent whose tool it is: its session, and its
-    runner's conversation (to name the entry holding the call)."""
+    """What a delegation reads of the agent whose tool it is: its session, its state
+    (to name the entry holding the call) and its permission gate (whose approver
+    answers the child's asks too)."""
 
     session: Session | None
-    runner: AgentRunner
+
+    @property
+    def permissions(self) -> PermissionGate | None: ...
+
+    def state(self) -> AgentState: ...
 
 
 AgentT = TypeVar("AgentT", bound=ChildAgent)
@@ -65,21 +68,7 @@ class Builder(Protocol[AgentT_co]):
     """`build_agent`, as a child is built (passed in, so this module needs no import
     of the build, which imports it)."""
 
-    def __call__(
-        self,
-        manifest: Manifest,
-        *,
-        provider: ModelProvider | None = None,
-        flags: LoaderFlags | None = None,
-        session_dir: Path | None = None,
-        record_session: bool = True,
-        trust: bool | None = None,
-        env: Mapping[str, str] | None = None,
-        session: Session | None = None,
-        team: TeamMember | None = None,
-        permission_mode: PermissionMode = "default",
-        approver: Approver | None = None,
-    ) -> AgentT_co: ...
+    def __call__(self, manifest: Manifest, options: BuildOptions, /) -> AgentT_co: ...
 
 
 class Subagent(Generic[AgentT]):
@@ -132,16 +121,17 @@ class Subagent(Generic[AgentT]):
         environment and loader flags; its project code was trusted with the parent's."""
         return self.team.builder(
             self.manifest,
-            provider=provider if provider is not None else (self.model() if self.model else None),
-            flags=self.team.child_flags,
-            session_dir=session_dir,
-            record_session=record_session,
-            trust=True,  # decided for the whole tree when the root agent was built
-            env=self.team.env,
-            session=session,
-            team=self.delegate.member,
-            permission_mode=self.team.permission_mode,
-            approver=self.team.approver(),
+            replace(
+                self.team.child_options,
+                provider=provider
+                if provider is not None
+                else (self.model() if self.model else None),
+                session_dir=session_dir,
+                record_session=record_session,
+                session=session,
+                team=self.delegate.member,
+                approver=self.team.approver(),
+            ),
         )
 
     async def _execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
@@ -203,30 +193,20 @@ class Subagent(Generic[AgentT]):
         parent = self.team.parent
         if parent is None or parent.session is None:
             return None
-        above = parent.session
         manifest = self.manifest
-        child = SessionStore(above.path.parent).create(
+        child = parent.session.delegate(
             agent=manifest.name,
             manifest=manifest.path,
             model=manifest.model.label if manifest.model is not None else "",
-            metadata={
-                "workspace": str(manifest.workspace.resolve()),
-                "delegated_from": {
-                    "session": above.id,
-                    "entry": _entry_of_call(parent.runner, call_id),
-                    "call_id": call_id,
-                    "tool": self.name,
-                    "agent_path": self.path,
-                    "session_file": str(above.path),
-                },
+            workspace=manifest.workspace.resolve(),
+            call={
+                "entry": _entry_of_call(parent.state(), call_id),
+                "call_id": call_id,
+                "tool": self.name,
+                "agent_path": self.path,
             },
         )
-        trace = child.path.with_name(child.path.name.removesuffix(".jsonl") + TRACE_SUFFIX)
-        link = {"session": child.id, "session_file": str(child.path), "trace_file": str(trace)}
-        above.append(
-            "subagent", {"call_id": call_id, "tool": self.name, "agent_path": self.path, **link}
-        )
-        details.update(link)
+        details.update(child.link())
         return child
 
 
@@ -235,20 +215,19 @@ class Team(Generic[AgentT]):
     child's build takes from the parent's (environment, loader flags, builder)."""
 
     def __init__(
-        self,
-        member: TeamMember,
-        builder: Builder[AgentT],
-        *,
-        env: Mapping[str, str] | None = None,
-        flags: LoaderFlags | None = None,
-        permission_mode: PermissionMode = "default",
+        self, member: TeamMember, builder: Builder[AgentT], options: BuildOptions | None = None
     ) -> None:
         self.member = member
         self.builder = builder
-        self.env = env
-        self.permission_mode = permission_mode
-        # `--skill PATH` is for the agent that was named; the rest holds for the team
-        self.child_flags = replace(flags, explicit_skills=()) if flags is not None else None
+        parent = options or BuildOptions()
+        # A child keeps the parent's environment, loader flags and permission mode; it
+        # runs its own manifest's model, records beside the parent's session, and its
+        # project code was trusted with the parent's (decided for the whole tree when
+        # the root agent was built). `--skill PATH` is for the agent that was named.
+        flags = replace(parent.flags, explicit_skills=()) if parent.flags is not None else None
+        self.child_options = BuildOptions(
+            flags=flags, trust=True, env=parent.env, permission_mode=parent.permission_mode
+        )
         self.parent: ParentAgent | None = None
         self.subagents: tuple[Subagent[AgentT], ...] = tuple(
             Subagent(delegate, self) for delegate in member.delegates
@@ -261,8 +240,8 @@ class Team(Generic[AgentT]):
     def approver(self) -> Approver | None:
         """Whoever answers the parent's `ask` rules answers the children's too (the
         person at the terminal, the RPC or ACP client); nobody, when nobody does."""
-        gate = self.parent.runner.permissions if self.parent is not None else None
-        return gate.approver if isinstance(gate, PermissionGate) else None
+        gate = self.parent.permissions if self.parent is not None else None
+        return gate.approver if gate is not None else None
 
     def tools(self, spec: AgentToolSet) -> list[Tool]:
         """The tool of the tool set `spec` of the member's manifest."""
@@ -272,18 +251,16 @@ class Team(Generic[AgentT]):
         return [s.tool for s in self.subagents if s.delegate.spec == spec][:1]
 
 
-def _entry_of_call(runner: AgentRunner, call_id: str) -> str:
+def _entry_of_call(state: AgentState, call_id: str) -> str:
     """The session entry of the assistant message holding `call_id` (the last one:
     its calls run before their results join the conversation)."""
-    recorder = runner.recorder
-    if not isinstance(recorder, SessionRecorder):
+    if state.entry_ids is None:
         return ""
-    for index in range(len(runner.messages) - 1, -1, -1):
-        message = runner.messages[index]
+    for message, entry in zip(reversed(state.messages), reversed(state.entry_ids), strict=True):
         if isinstance(message, AssistantMessage) and any(
             call.id == call_id for call in message.tool_calls
         ):
-            return recorder.entry_ids[index] if index < len(recorder.entry_ids) else ""
+            return entry or ""
     return ""
 
 

@@ -4,12 +4,19 @@ assembler.acp)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
+from assembler.cli.common import (
+    agent_options,
+    build_options,
+    enter_workspace,
+    load,
+    loader_flags,
+)
 
 
 @click.command(epilog="\b\nExample:\n  assemble acp agents/shipping-fixer.yaml --trust")
@@ -46,15 +53,11 @@ def acp(
     loaded = load(manifest, flags)
     session_dir = enter_workspace(loaded, session_dir)
 
+    options = build_options(
+        flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
+    )
+
     def build(session: str | None) -> Agent:
-        return build_agent(
-            loaded,
-            model=model,
-            flags=flags,
-            session_dir=session_dir,
-            record_session=not no_session,
-            trust=True if trust else None,
-            session=session,
-        )
+        return build_agent(loaded, replace(options, session=session))
 
     asyncio.run(serve(build, files, name=loaded.name, record_sessions=not no_session))

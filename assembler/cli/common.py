@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from assembler.agent.options import BuildOptions
 from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
@@ -26,6 +27,22 @@ class Loaded:
 
     manifest: Manifest
     issues: tuple[Issue, ...] = ()
+
+
+DEFAULT_MANIFEST = Path("agent.yaml")
+"""What `run`, `render` and `validate` use when no manifest is named (where `init` puts it)."""
+
+
+def manifest_argument(given: Path | None) -> Path:
+    """The manifest named on the command line, else `./agent.yaml` when there is one."""
+    if given is not None:
+        return given
+    if DEFAULT_MANIFEST.is_file():
+        return DEFAULT_MANIFEST
+    raise click.UsageError(
+        f"missing MANIFEST: name one, or run where an {DEFAULT_MANIFEST} is "
+        "(`assemble init` writes one)"
+    )
 
 
 def resource_options(function: F) -> F:
@@ -70,6 +87,26 @@ def agent_options(function: F) -> F:
     return resource_options(function)
 
 
+def build_options(
+    flags: LoaderFlags,
+    *,
+    model: str | None,
+    session_dir: Path | None,
+    no_session: bool,
+    trust: bool,
+) -> BuildOptions:
+    """What `agent_options` asked for, as `build_agent` takes it (a command adds its
+    own fields with `dataclasses.replace`): `--trust` trusts the directory for this
+    run; without it the trust store decides."""
+    return BuildOptions(
+        model=model,
+        flags=flags,
+        session_dir=session_dir,
+        record_session=not no_session,
+        trust=True if trust else None,
+    )
+
+
 def loader_flags(params: dict[str, Any]) -> LoaderFlags:
     return LoaderFlags(
         no_skills=bool(params.get("no_skills")),
@@ -107,18 +144,25 @@ def load_reporting(manifest: Path, flags: LoaderFlags, *, unset_variables: str =
 
 def echo_new_issues(issues: Iterable[Issue], already: Iterable[Issue], manifest: Path) -> None:
     """Print on stderr each of `issues` not printed yet: validation reported some with
-    paths relative to the current directory, the build the same with absolute ones.
-    An issue about no file in particular (a tool clash) is about the manifest, and is
-    shown with its path rather than `<manifest>`."""
+    paths relative to the current directory, the build the same with absolute ones;
+    two of the same severity at the same place in a file (a manifest entry) are one
+    problem that validation and the build each saw, in their own words. An issue about
+    no file in particular (a tool clash) is about the manifest, and is shown with its
+    path rather than `<manifest>`."""
 
-    def key(issue: Issue) -> tuple[str, int, int, str, str]:
+    def keys(issue: Issue) -> set[tuple[str, int, int, str, str]]:
         file = os.path.abspath(issue.file) if issue.file else ""
-        return file, issue.line, issue.column, issue.severity, issue.message
+        found: set[tuple[str, int, int, str, str]] = {
+            (file, issue.line, issue.column, issue.severity, issue.message)
+        }
+        if issue.line:
+            found.add((file, issue.line, issue.column, issue.severity, ""))
+        return found
 
-    seen = {key(issue) for issue in already}
+    seen = {key for issue in already for key in keys(issue)}
     for issue in issues:
-        if key(issue) not in seen:
-            seen.add(key(issue))
+        if not keys(issue) & seen:
+            seen |= keys(issue)
             shown = issue if issue.file else dataclasses.replace(issue, file=str(manifest))
             click.echo(shown.format(), err=True)
 

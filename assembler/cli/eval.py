@@ -5,27 +5,18 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from assembler.cli.common import ask_trust
-from assembler.cli.main import report_error
+from assembler.cli.report import report_error
 from assembler.errors import UsageError
 from assembler.text import terminal_safe
 
-
-@dataclass(frozen=True)
-class _Options:
-    model: str | None
-    repeat: int
-    concurrency: int | None
-    only: tuple[str, ...]
-    out: Path | None
-    rerun_failed: bool
-    scheduler: str | None
-    trust: bool
+if TYPE_CHECKING:
+    from assembler.eval.orchestration import EvalOptions
 
 
 @click.command(
@@ -92,7 +83,20 @@ def eval_command(
             raise click.UsageError("missing an eval file (FILE), or --compare OLD NEW")
         if rerun_failed and out is None:
             raise click.UsageError("--rerun-failed needs the --out of the earlier run")
-        options = _Options(model, repeat, concurrency, only, out, rerun_failed, scheduler, trust)
+        # imported here: `--compare` needs none of the machinery that runs agents
+        from assembler.eval.orchestration import EvalOptions
+
+        options = EvalOptions(
+            model=model,
+            repeat=repeat,
+            concurrency=concurrency,
+            only=only,
+            out=out,
+            rerun_failed=rerun_failed,
+            scheduler=scheduler,
+            trust=True if trust else None,
+            ask_trust=ask_trust,
+        )
         code = _evaluate(file, options)
     except UsageError as e:
         report_error(e)
@@ -108,92 +112,43 @@ def _compare(old: Path, new: Path) -> int:
     return 1 if comparison.regressions else 0
 
 
-def _evaluate(file: Path, options: _Options) -> int:
-    from assembler.eval.evaluation import (
-        Tally,
-        check_code,
-        default_out,
-        evaluate,
-        session_directory,
-    )
-    from assembler.eval.load import load_eval
-    from assembler.eval.plan import (
-        Selection,
-        check_resumable,
-        parse_scheduler,
-        pending,
-        plan_runs,
-    )
+def _evaluate(file: Path, options: EvalOptions) -> int:
+    """`assembler.eval.orchestration` with a progress display and a summary around it."""
+    from assembler.eval.evaluation import Tally
+    from assembler.eval.orchestration import prepare_evaluation, read_result, run_evaluation
     from assembler.eval.progress import Progress
-    from assembler.eval.records import ResultsWriter, read_results
     from assembler.eval.summary import format_summary
-    from assembler.trust import check_trust
 
-    if options.scheduler is not None:
-        parse_scheduler(options.scheduler)  # a misspelt option fails before anything runs
-    report = load_eval(file)
-    for issue in report.issues:
-        click.echo(terminal_safe(issue.format()), err=True)
-    spec, manifest = report.spec, report.manifest
-    assert spec is not None and manifest is not None
-    check_trust(manifest, True if options.trust else None, ask_trust, extra=check_code(spec))
-    out = options.out or default_out(spec)
-    selection = Selection(options.repeat, options.only, options.model)
-    runs = plan_runs(spec, selection, session_directory(out))
-    recorded = read_results(out)
-    check_resumable(runs, recorded.records, manifest, out)
-    todo = pending(runs, recorded.records, rerun_failed=options.rerun_failed)
-
+    prepared = prepare_evaluation(
+        file, options, warn=lambda issue: click.echo(terminal_safe(issue.format()), err=True)
+    )
     progress = Progress(sys.stdout)
-    writer = ResultsWriter(out)
     tally = Tally()
     clock = time.monotonic()
     interrupted = False
-    note = _start_note(len(runs), len(todo), recorded.unreadable, out)
     try:
-        if todo:
-            progress.begin(len(todo), note)
-            asyncio.run(
-                evaluate(
-                    todo,
-                    manifest,
-                    scheduler=options.scheduler,
-                    concurrency=options.concurrency,
-                    writer=writer,
-                    progress=progress,
-                    tally=tally,
-                )
-            )
+        if prepared.todo:
+            progress.begin(len(prepared.todo), prepared.start_note())
+            asyncio.run(run_evaluation(prepared, progress=progress, tally=tally))
         else:
-            progress.note(note)
+            progress.note(prepared.start_note())
     except KeyboardInterrupt:
         interrupted = True
     finally:
         progress.end()
-        writer.close()
 
-    latest = read_results(out).records
-    records = [latest[run.key] for run in runs if run.key in latest]
-    click.echo(terminal_safe(format_summary(records, wall=time.monotonic() - clock)))
-    click.echo(terminal_safe(f"results: {out}"))
+    result = read_result(
+        prepared, finished=tally.finished, wall=time.monotonic() - clock, interrupted=interrupted
+    )
+    click.echo(terminal_safe(format_summary(result.records, wall=result.wall)))
+    click.echo(terminal_safe(f"results: {result.out}"))
     if interrupted:
         click.echo(
             terminal_safe(
-                f"interrupted: {tally.finished} of {len(todo)} run(s) finished and recorded; "
-                f"run the same command with --out {out} to resume"
+                f"interrupted: {result.finished} of {result.todo} run(s) finished and "
+                f"recorded; run the same command with --out {result.out} to resume"
             ),
             err=True,
         )
         return 130
-    passed = len(records) == len(runs) and all(r.status == "passed" for r in records)
-    return 0 if passed else 1
-
-
-def _start_note(planned: int, todo: int, unreadable: int, out: Path) -> str:
-    done = planned - todo
-    note = f"{todo} run(s); results in {out}"
-    if done:
-        note = f"resuming: {done} of {planned} run(s) already in {out}; {todo} to do"
-    if unreadable:
-        note += f" ({unreadable} unreadable line(s) skipped)"
-    return note
+    return 0 if result.passed else 1

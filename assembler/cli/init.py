@@ -28,8 +28,9 @@ def init(directory: Path, template: str, name: str | None) -> None:
 
     The manifest runs offline at once (its model is a scripted replay; a comment shows
     how to switch to openai:, anthropic: or ollama:), and names a copy of the JSON
-    Schema in .assembler/ so editors complete its fields. Existing files are never
-    overwritten: if any would be, nothing is written.
+    Schema in .assembler/ so editors complete its fields; a .gitignore leaves eval
+    results out of git. Existing files are never overwritten: if any would be, nothing
+    is written (a .gitignore already there is kept as it is).
     """
     starter = write_starter(directory, template, name)
     shown = os.path.relpath(starter.manifest)
@@ -37,6 +38,10 @@ def init(directory: Path, template: str, name: str | None) -> None:
     click.echo(terminal_safe(f"created the {template} agent `{starter.name}`:"))
     for path in starter.files:
         click.echo(terminal_safe(f"  {os.path.relpath(path)}"))
+    if starter.suggested:
+        click.echo(
+            terminal_safe("kept your .gitignore; you may add: " + ", ".join(starter.suggested))
+        )
     click.echo("next:")
     click.echo(terminal_safe(f"  assemble validate {shown}"))
     click.echo(terminal_safe(f"  assemble render --dry-run {shown}"))

@@ -29,7 +29,7 @@ import click
 from assembler.cli import slash
 from assembler.cli.approval import ConsoleApprover
 from assembler.cli.line_input import LineReader
-from assembler.cli.main import report_error
+from assembler.cli.report import report_error
 from assembler.cli.turns import drive, session_note
 from assembler.errors import AssemblerError
 from assembler.text import one_line

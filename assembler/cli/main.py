@@ -3,7 +3,8 @@
 Subcommands are imported only when invoked, so `assemble validate` pays for
 validation and nothing else (no model SDK, no MCP client). Every `AssemblerError`
 ends here as one readable message and exit code 1; usage errors exit 2 (click's
-convention); a traceback is a bug.
+convention), and so does a `ConfigurationError` (the model named cannot work: an
+invalid `--model`, no model, bad provider options); a traceback is a bug.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import click
 
+from assembler.cli.report import report_error
 from assembler.cli.suggest import SuggestingGroup
-from assembler.errors import AssemblerError, ManifestError
+from assembler.errors import AssemblerError, ConfigurationError
 from assembler.text import terminal_safe
 from assembler.version import __version__
 
@@ -91,18 +93,6 @@ def cli() -> None:
     """
 
 
-def report_error(error: AssemblerError) -> None:
-    """Print an error the way every command does: one message, no traceback. Messages
-    may quote a manifest, a model or a tool, so they are made terminal-safe."""
-    if isinstance(error, ManifestError):
-        for issue in error.issues:
-            click.echo(terminal_safe(issue.format()), err=True)
-        count = len(error.errors)
-        click.echo(f"{count} error(s); nothing was run", err=True)
-        return
-    click.echo(terminal_safe(f"error: {error}"), err=True)
-
-
 def plain_output() -> bool:
     """Whether to print without colour: `NO_COLOR` set (https://no-color.org), or a
     `TERM=dumb` terminal. Output that is not a terminal is plain anyway (click strips
@@ -129,6 +119,9 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
+    except ConfigurationError as e:
+        report_error(e)
+        sys.exit(2)
     except AssemblerError as e:
         report_error(e)
         sys.exit(1)

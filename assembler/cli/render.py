@@ -18,6 +18,7 @@ from assembler.cli.common import (
     echo_new_issues,
     load_reporting,
     loader_flags,
+    manifest_argument,
     resource_options,
 )
 from assembler.cli.terminal import for_stdout
@@ -35,7 +36,7 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
     "  assemble render --dry-run --write prompt.txt agents/shipping-fixer.yaml\n"
     "  assemble render --dry-run --check prompt.txt agents/shipping-fixer.yaml"
 )
-@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -75,6 +76,11 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
     "--trust", is_flag=True, help="Trust the manifest's directory for this run (without --dry-run)."
 )
 @click.option(
+    "--model",
+    help="Render the agent as `run --model` builds it: provider:name (checked; without "
+    "--dry-run the model is created, and asked only for a `model` memory selection).",
+)
+@click.option(
     "--agent",
     "agent_path",
     metavar="PATH",
@@ -83,7 +89,7 @@ WORKSPACE_PLACEHOLDER = "{workspace}"
 )
 @resource_options
 def render(
-    manifest: Path,
+    manifest: Path | None,
     dry_run: bool,
     output_format: str,
     prompt_only: bool,
@@ -92,10 +98,13 @@ def render(
     write_file: Path | None,
     user_input: str | None,
     trust: bool,
+    model: str | None,
     agent_path: str | None,
     **resources: Any,
 ) -> None:
-    """Show the exact system prompt and tool schemas of MANIFEST's first request.
+    """Show the exact system prompt and tool schemas of MANIFEST's first request
+    (default: ./agent.yaml). Exit 1 when an MCP server failed to start (the prompt is
+    still shown), or with --strict when a dry run cannot know everything.
 
     Example: assemble render --dry-run --agent reviewer agents/team/lead.yaml
     """
@@ -105,8 +114,11 @@ def render(
     from assembler.agent.preview import preview_dry_run, preview_live
     from assembler.agent.team import load_team
 
+    manifest = manifest_argument(manifest)
     if write_file is not None and check_file is not None:
         raise click.UsageError("--write and --check exclude each other")
+    if prompt_only and output_format == "json":  # JSON has the prompt under "prompt"
+        raise click.UsageError("--prompt-only prints the prompt as text: leave out --format json")
     flags = loader_flags(resources)
     # a dry run needs no secrets: an unset ${VAR} is a warning, as in `validate`
     unset = "warning" if dry_run else "error"
@@ -116,6 +128,12 @@ def render(
         team = team.find(agent_path)
         flags = replace(flags, explicit_skills=())
     loaded = team.manifest
+    if model is not None:  # a mistake here is one `run --model` would make: said now
+        # imported here: the providers' registry is start-up cost a dry run without
+        # --model does not pay
+        from assembler.agent.model_choice import check_model
+
+        check_model(loaded, model)
     if dry_run:
         preview = preview_dry_run(loaded, flags, user_input=user_input, team=team)
     else:
@@ -129,6 +147,7 @@ def render(
                 ask_trust=ask_trust,
                 user_input=user_input,
                 team=team,
+                model=model,
             )
         )
     echo_new_issues(preview.diagnostics, shown.issues, manifest)  # validation printed some
@@ -143,26 +162,31 @@ def render(
         if output_format == "json"
         else _text(preview, prompt_only)
     )
+    # a snapshot file is a text file: it ends with a newline (as it always did)
+    file_text = output if output.endswith("\n") else output + "\n"
     if write_file is not None:
         try:
             write_file.parent.mkdir(parents=True, exist_ok=True)
-            write_file.write_text(_portable(output, workspace), "utf-8")
+            write_file.write_text(_portable(file_text, workspace), "utf-8")
         except OSError as e:
             raise RenderError(f"cannot write the snapshot {write_file}: {e.strerror or e}") from e
         click.echo(f"wrote {write_file}", err=True)
     elif check_file is not None:
-        _check(check_file, _portable(output, workspace))
+        _check(check_file, _portable(file_text, workspace))
     else:
         shown_output = for_stdout(output, json_text=output_format == "json")
-        click.echo(shown_output, nl=not output.endswith("\n"))
-    if strict and preview.unknowns:
+        # `--prompt-only` into a pipe is the prompt's bytes exactly (`| sha256sum` gives
+        # the JSON's `sha256`); a person at a terminal gets the line ended
+        ended = output.endswith("\n") or (prompt_only and not _is_terminal())
+        click.echo(shown_output, nl=not ended)
+    if preview.failures or (strict and preview.unknowns):
         sys.exit(1)
 
 
 def _text(preview: Preview, prompt_only: bool) -> str:
     prompt = preview.rendered.text
-    if prompt_only:
-        return prompt + "\n"
+    if prompt_only:  # byte for byte: `| sha256sum` is the JSON output's `sha256`
+        return prompt
     lines = [prompt, "", f"---- tool schemas ({len(preview.tools)}) ----"]
     for tool in preview.tools:
         lines.append(f"{tool.name}({_signature(tool.parameters)})  [{tool.source}]")
@@ -174,6 +198,13 @@ def _text(preview: Preview, prompt_only: bool) -> str:
         lines.append(f"---- selected memories ({len(preview.memory)}) ----")
         lines.extend(preview.memory)
     return "\n".join(lines) + "\n"
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _signature(schema: Any) -> str:

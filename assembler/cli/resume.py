@@ -112,11 +112,12 @@ def choose_session(
     if not record:
         raise UsageError("--continue and --resume need a session file: leave out --no-session")
     # Imported here: the session store is only needed when a session is continued.
-    from assembler.agent.conversation import latest_session, open_session, session_store
+    from assembler.agent.conversation import open_session
+    from assembler.sessions.store import SessionStore
 
-    store = session_store(manifest, session_dir)
+    store = SessionStore.for_agent(manifest.name, session_dir)
     if request.continue_:
-        latest = latest_session(store, manifest)
+        latest = store.latest(agent=manifest.name, workspace=manifest.workspace.resolve())
         if latest is None:
             raise UsageError(
                 f"no earlier session of `{manifest.name}` in {manifest.workspace.resolve()} "

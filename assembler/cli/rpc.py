@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from assembler.cli.common import agent_options, enter_workspace, load, loader_flags
+from assembler.cli.common import (
+    agent_options,
+    build_options,
+    enter_workspace,
+    load,
+    loader_flags,
+)
 from assembler.cli.resume import SessionRequest, choose_session, session_options
 
 if TYPE_CHECKING:
@@ -63,17 +70,15 @@ def rpc(
         session, fork_entry = choose_session(
             request, loaded, session_dir, record=not no_session, can_ask=False
         )
-        agent = build_agent(
-            loaded,
-            model=model,
-            flags=flags,
-            session_dir=session_dir,
-            record_session=not no_session,
-            trust=True if trust else None,
+        options = replace(
+            build_options(
+                flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
+            ),
             session=session,
             fork=fork_entry,
             permission_mode=permission_mode,
         )
+        agent = build_agent(loaded, options)
         if permission_mode == "bypass":
             click.secho("permission mode: bypass (every call not denied runs)", err=True)
         asyncio.run(serve(agent, stdin=requests, stdout=replies))

@@ -7,6 +7,7 @@ import asyncio
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -15,10 +16,12 @@ import click
 from assembler.cli.common import (
     agent_options,
     ask_trust,
+    build_options,
     echo_new_issues,
     enter_workspace,
     load_reporting,
     loader_flags,
+    manifest_argument,
 )
 from assembler.cli.resume import SessionRequest, choose_session, session_options, terminal_can_ask
 from assembler.errors import UsageError
@@ -37,7 +40,7 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
     '  git diff | assemble run agents/team/reviewer.yaml -p "review this diff"\n'
     "  assemble run agents/team/reviewer.yaml --continue"
 )
-@click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("manifest", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "-p",
     "--prompt",
@@ -52,7 +55,7 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
 @session_options
 @agent_options
 def run(
-    manifest: Path,
+    manifest: Path | None,
     prompt: str | None,
     as_json: bool,
     model: str | None,
@@ -66,7 +69,7 @@ def run(
     permission_mode: PermissionMode,
     **resources: Any,
 ) -> None:
-    """Run MANIFEST's agent on a prompt (-p), or interactively.
+    """Run MANIFEST's agent (default: ./agent.yaml) on a prompt (-p), or interactively.
 
     Interactive: type a message; a line typed while the agent works steers it, /help
     lists the commands, Ctrl-C cancels the current turn, /exit (or Ctrl-D) leaves.
@@ -78,6 +81,7 @@ def run(
     from assembler.tools.processes import install_exit_handlers
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
+    manifest = manifest_argument(manifest)
     request = SessionRequest.from_options(continue_, resume, fork)
     if prompt is not None:
         prompt = _prompt_with_stdin(prompt, sys.stdin)
@@ -87,18 +91,16 @@ def run(
     session, fork_entry = choose_session(
         request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
     )
-    agent = build_agent(
-        shown.manifest,
-        model=model,
-        flags=flags,
-        session_dir=session_dir,
-        record_session=not no_session,
-        trust=True if trust else None,
+    options = replace(
+        build_options(
+            flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
+        ),
         ask_trust=ask_trust,
         session=session,
         fork=fork_entry,
         permission_mode=permission_mode,
     )
+    agent = build_agent(shown.manifest, options)
     banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
@@ -141,16 +143,19 @@ async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> in
 def _prompt_with_stdin(prompt: str, stdin: TextIO) -> str:
     """`-p -`: the prompt is all of stdin. `-p TEXT` with stdin a pipe or a file: TEXT,
     a blank line, then what was piped (`cat log.txt | assemble run a.yaml -p explain`).
-    A terminal, /dev/null or no stdin at all add nothing."""
+    A terminal, /dev/null or no stdin at all add nothing. An empty prompt is refused,
+    as RPC refuses one: the model would be asked about nothing."""
     if prompt == "-":
         text = _read_all(stdin)
         if text is None or not text.strip():
             raise UsageError("`-p -` reads the prompt from stdin, and stdin was empty")
         return text
-    if not _is_piped(stdin):
-        return prompt
-    piped = _read_all(stdin)
-    return f"{prompt}\n\n{piped}" if piped and piped.strip() else prompt
+    piped = _read_all(stdin) if _is_piped(stdin) else None
+    if piped and piped.strip():
+        return f"{prompt}\n\n{piped}" if prompt.strip() else piped
+    if not prompt.strip():
+        raise click.UsageError("-p needs a prompt: the text was empty (`-p -` reads stdin)")
+    return prompt
 
 
 def _is_piped(stream: TextIO) -> bool:

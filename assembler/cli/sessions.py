@@ -91,15 +91,15 @@ def show(session: str | None, agent_name: str | None, fmt: str, session_dir: Pat
     forks and sub-agent sessions."""
     from assembler.cli.transcript import json_transcript, markdown_transcript, text_transcript
     from assembler.errors import SessionError
-    from assembler.sessions.catalog import find_session, list_sessions, session_directories
+    from assembler.sessions.catalog import find_session, latest_session, session_directories
     from assembler.sessions.store import Session
 
     directories = session_directories(session_dir)
     if session is None:
-        latest = list_sessions(directories, agent=agent_name, limit=1)
-        if not latest:
+        latest = latest_session(directories, agent=agent_name)
+        if latest is None:
             raise SessionError("no sessions yet" + (f" of `{agent_name}`" if agent_name else ""))
-        opened = Session.load(latest[0].path)
+        opened = Session.load(latest.path)
     else:
         opened = find_session(session, directories)
     if fmt == "json":

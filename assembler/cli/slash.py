@@ -113,30 +113,31 @@ def show_tree(agent: Agent) -> None:
 
 
 def show_session(agent: Agent) -> None:
-    session = agent.session
+    state = agent.state()
+    session = state.session
     lines = (
         [f"session {session.id}", f"file: {session.path}"]
         if session is not None
         else ["session: not recorded (--no-session)"]
     )
-    usage = agent.runner.usage
+    usage = state.usage
     cache = f", {usage.cache_read_tokens:,} cache read" if usage.cache_read_tokens else ""
     lines.append(
         f"tokens used since start: {usage.input_tokens:,} in, {usage.output_tokens:,} out{cache}"
     )
-    tokens, window = agent.context_fill
+    tokens, window = state.context_tokens, state.context_window
     if not tokens:
         lines.append("context: no response since the start or the last compaction")
     elif window:
         lines.append(f"context: {tokens:,} of {window:,} tokens ({tokens * 100 // window}%)")
     else:
         lines.append(f"context: {tokens:,} tokens (window unknown)")
-    steers, follow_ups = agent.runner.queued()
-    if steers or follow_ups:
-        lines.append(f"queued: {len(steers)} steer(s), {len(follow_ups)} follow-up(s)")
-    gate = agent.permissions
-    if gate is not None:
-        lines.append(f"permissions: mode {gate.policy.mode}, default {gate.policy.default}")
+    if state.steers or state.follow_ups:
+        lines.append(f"queued: {len(state.steers)} steer(s), {len(state.follow_ups)} follow-up(s)")
+    if state.permission_mode is not None:
+        lines.append(
+            f"permissions: mode {state.permission_mode}, default {state.permission_default}"
+        )
     for line in lines:
         click.echo(terminal_safe(line), err=True)
 

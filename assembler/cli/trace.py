@@ -43,41 +43,35 @@ def trace(
 
 def _trace_path(target: str | None, agent_name: str | None, session_dir: Path | None) -> Path:
     from assembler.errors import SessionError
-    from assembler.sessions.paths import default_session_dir
-    from assembler.sessions.store import SessionStore
-    from assembler.user_dirs import default_data_dir
+    from assembler.sessions.catalog import latest_session, session_directories
+    from assembler.sessions.store import TRACE_SUFFIX, SessionStore
 
     if target and Path(target).is_file():
         path = Path(target)
-        return path if path.name.endswith(".trace.jsonl") else _beside(path)
-    if session_dir is not None:
-        directories = [session_dir]
-    elif agent_name:
-        directories = [default_session_dir(agent_name)]
+        return path if path.name.endswith(TRACE_SUFFIX) else _beside(path)
+    if session_dir is None and agent_name:
+        directories = [SessionStore.for_agent(agent_name).directory]
     else:
-        root = default_data_dir() / "sessions"
-        directories = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    candidates = []
-    for directory in directories:
-        store = SessionStore(directory)
-        if target:
+        directories = session_directories(session_dir)
+    if target:
+        for directory in directories:
             try:
-                return _beside(store.open(target).path)
+                return _beside(SessionStore(directory).open(target).path)
             except SessionError:
                 continue
-        latest = store.latest()
-        if latest is not None:
-            candidates.append(latest)
-    if target or not candidates:
-        raise SessionError(f"no session {'matching ' + repr(target) if target else 'found'}")
-    newest = max(candidates, key=lambda info: info.modified)
-    return _beside(newest.path)
+        raise SessionError(f"no session matching {target!r}")
+    latest = latest_session(directories)
+    if latest is None:
+        raise SessionError("no session found")
+    return _beside(latest.path)
 
 
 def _beside(session_path: Path) -> Path:
     from assembler.errors import SessionError
+    from assembler.sessions.records import SUFFIX
+    from assembler.sessions.store import TRACE_SUFFIX
 
-    trace_path = session_path.with_name(session_path.name.removesuffix(".jsonl") + ".trace.jsonl")
+    trace_path = session_path.with_name(session_path.name.removesuffix(SUFFIX) + TRACE_SUFFIX)
     if not trace_path.is_file():
         raise SessionError(f"session {session_path.name} has no trace (no tool was called)")
     return trace_path

@@ -69,8 +69,8 @@ def banner(agent: Agent, *, quiet: bool, resumed: bool = False) -> None:
     shown, so a manifest cannot redirect requests unseen), which workspace; the
     session continued; and a permission mode other than the default (`bypass` even
     with `--json`: stderr is free, and nobody should run it unawares)."""
-    gate = agent.permissions
-    mode = gate.policy.mode if gate is not None else "default"
+    state = agent.state()
+    mode = state.permission_mode or "default"
     if mode == "bypass":
         click.secho(
             "permission mode: bypass (every call that no deny rule stops runs without asking)",
@@ -79,23 +79,20 @@ def banner(agent: Agent, *, quiet: bool, resumed: bool = False) -> None:
         )
     if quiet:
         return
-    endpoint = agent.runner.endpoint
-    where = f" via {endpoint}" if endpoint else ""
+    where = f" via {state.endpoint}" if state.endpoint else ""
     click.secho(
-        terminal_safe(
-            f"{agent.name} · {agent.provider.name}{where} · {agent.manifest.workspace.resolve()}"
-        ),
+        terminal_safe(f"{state.name} · {state.model}{where} · {state.workspace}"),
         err=True,
         dim=True,
     )
     if mode not in ("default", "bypass"):
         click.secho(f"permission mode: {mode}", err=True, dim=True)
-    if resumed and agent.session is not None:
-        forked = agent.session.header.get("parent_session")
+    if resumed and state.session is not None:
+        forked = state.parent_session
         how = f"forked from {forked}" if forked else "resumed"
         click.secho(
             terminal_safe(
-                f"session {agent.session.id} ({how}, {len(agent.messages)} messages so far)"
+                f"session {state.session.id} ({how}, {len(state.messages)} messages so far)"
             ),
             err=True,
             dim=True,

@@ -11,7 +11,7 @@ import click
 @click.command(
     epilog="\b\nExample:\n  assemble validate agents/\n  assemble validate --strict --format github agents/ examples/shipping/skills/"
 )
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "output_format",
@@ -34,12 +34,13 @@ def validate(
 ) -> None:
     """Check manifests and eval files (files, or directories searched for *.yaml /
     *.yml manifests and *.eval.yaml files), and skills: a SKILL.md, a skill folder, or
-    a directory of skills.
+    a directory of skills. With no PATHS, ./agent.yaml.
 
     Reports every problem of every file as `file:line:col: severity: message
     [json.path]`. Runs no project code, starts no process, opens no socket.
     Exit 0 when clean, 1 on any error (or warning with --strict), 2 on usage errors.
     """
+    from assembler.cli.common import manifest_argument
     from assembler.eval.load import validate_eval_file
     from assembler.text import terminal_safe, terminal_safe_json
     from assembler.validation.report import FORMATTERS, Counted
@@ -52,6 +53,7 @@ def validate(
         validate_skills,
     )
 
+    paths = paths or (manifest_argument(None),)
     files, issues = find_manifests(paths)
     for file in files:
         if is_eval_file(file):  # with the agent tree it names

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from assembler.agent.team import TeamMember, load_team
 from assembler.errors import UsageError
 from assembler.eval.execute import run_task
-from assembler.eval.progress import Progress
 from assembler.eval.records import ResultsWriter, RunRecord
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
@@ -30,6 +30,14 @@ DEFAULT_CONCURRENCY = 4
 RESULTS_DIRECTORY = "eval-results"
 
 
+class ProgressSink(Protocol):
+    """Who hears of each run as it is recorded (`eval.progress.Progress` draws it)."""
+
+    def update(self, record: RunRecord) -> None: ...
+
+    def end(self) -> None: ...
+
+
 class Executor(Protocol):
     async def run(self, request: RunRequest) -> RunRecord: ...
 
@@ -37,13 +45,15 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Runs in this process, on this event loop, with the manifest loaded once."""
+    """Runs in this process, on this event loop, with the manifest and its team of
+    sub-agents loaded once per evaluation."""
 
-    def __init__(self, manifest: Manifest) -> None:
+    def __init__(self, manifest: Manifest, team: TeamMember | None = None) -> None:
         self.manifest = manifest
+        self.team = team if team is not None else load_team(manifest)
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest)
+        return await run_task(request, manifest=self.manifest, team=self.team)
 
     async def aclose(self) -> None:
         return None
@@ -62,7 +72,7 @@ async def drive(
     *,
     concurrency: int,
     writer: ResultsWriter,
-    progress: Progress,
+    progress: ProgressSink,
     tally: Tally | None = None,
 ) -> None:
     """Run every request, `concurrency` at a time, recording each as it finishes."""
@@ -91,15 +101,17 @@ async def evaluate(
     scheduler: str | None,
     concurrency: int | None,
     writer: ResultsWriter,
-    progress: Progress,
+    progress: ProgressSink,
     tally: Tally | None = None,
+    team: TeamMember | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
-    the results file is opened once the executor is ready."""
+    the results file is opened once the executor is ready. `team`: the manifest's
+    sub-agent tree when the caller loaded it already (in process it is loaded once)."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     if scheduler is None:
-        executor = LocalExecutor(manifest)
+        executor = LocalExecutor(manifest, team)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor

@@ -26,7 +26,8 @@ from typing import Any
 
 from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
-from assembler.agent.team import load_team
+from assembler.agent.model_choice import default_label
+from assembler.agent.team import TeamMember, load_team
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
@@ -58,11 +59,9 @@ _ARGUMENT_KEYS = ("path", "command", "pattern", "query", "url")
 
 
 def model_label(request: RunRequest, manifest: Manifest) -> str:
-    """The model a run uses, as `provider:name`: the request's, else the manifest's."""
-    if request.model:
-        return request.model
-    spec = manifest.model
-    return f"{spec.provider}:{spec.name}" if spec is not None else ""
+    """The model a run uses, as `provider:name`: the request's, else the manifest's,
+    else the user's default."""
+    return request.model or default_label(manifest)
 
 
 @dataclass
@@ -150,19 +149,24 @@ class _Run:
 
 
 async def run_task(
-    request: RunRequest, *, manifest: Manifest | None = None, worker: str = "local"
+    request: RunRequest,
+    *,
+    manifest: Manifest | None = None,
+    worker: str = "local",
+    team: TeamMember | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
-    `manifest`: the agent, already loaded and validated (in process it is loaded once
-    per evaluation); without it, it is loaded from `request.manifest`.
+    `manifest`: the agent, already loaded and validated, and `team` its sub-agent tree
+    (in process both are loaded once per evaluation); without them, they are loaded
+    from `request.manifest` (a Dask worker, for each run it is given).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest)
+            await _attempt(run, scratch, manifest, team)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -178,12 +182,15 @@ async def run_task(
     return run.record()
 
 
-async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
+async def _attempt(
+    run: _Run, scratch: Path, manifest: Manifest | None, team: TeamMember | None
+) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
-    if manifest is None:
+    if manifest is None or team is None:
         with BUILD_LOCK:
-            manifest = load_manifest(request.manifest)
+            manifest = manifest or load_manifest(request.manifest)
+            team = load_team(manifest)
     run.model = model_label(request, manifest)
     mark = time.perf_counter()
     # File copying and hashing wait on the disk: in a thread, so other runs' models and
@@ -197,7 +204,7 @@ async def _attempt(run: _Run, scratch: Path, manifest: Manifest | None) -> None:
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, manifest, workspace)
+            agent = _build(request, team, workspace)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -245,10 +252,10 @@ async def _remove(scratch: Path) -> None:
         raise
 
 
-def _build(request: RunRequest, manifest: Manifest, workspace: Path) -> Agent:
+def _build(request: RunRequest, team: TeamMember, workspace: Path) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
     the task's workspace moved there too."""
-    team = rebase_team(load_team(manifest), manifest.workspace, workspace)
+    team = rebase_team(team, team.manifest.workspace, workspace)
     return build_agent(
         team.manifest,
         model=request.model,

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from assembler.agent.model_choice import check_model, default_label
 from assembler.errors import UsageError
 from assembler.eval.execute import model_label
 from assembler.eval.records import RunRecord
@@ -66,6 +67,25 @@ def select_tasks(tasks: Sequence[TaskSpec], only: Sequence[str]) -> list[TaskSpe
     return [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in only)]
 
 
+def with_recorded_repeats(
+    runs: Sequence[RunRequest], recorded: Mapping[tuple[str, int], RunRecord]
+) -> list[RunRequest]:
+    """`runs`, plus every repeat the results file holds of the same tasks beyond them:
+    `--rerun-failed` without `--repeat 3` reruns a failed repeat #3 too, and the
+    summary counts every repeat the file has."""
+    first = {run.task.id: run for run in reversed(runs)}
+    planned = {run.key for run in runs}
+    extra = {
+        key: replace(first[key[0]], repeat=key[1])
+        for key in recorded
+        if key not in planned and key[0] in first
+    }
+    order: dict[str, int] = {}
+    for run in runs:
+        order.setdefault(run.task.id, len(order))
+    return sorted([*runs, *extra.values()], key=lambda run: (order[run.task.id], run.repeat))
+
+
 def pending(
     runs: Sequence[RunRequest],
     recorded: Mapping[tuple[str, int], RunRecord],
@@ -106,6 +126,22 @@ def check_resumable(
                 f"would use {expected}; pass another --out to compare them "
                 "(then `assemble eval --compare`)"
             )
+
+
+def with_default_model(runs: Sequence[RunRequest], manifest: Manifest) -> list[RunRequest]:
+    """A manifest without `model:` runs on the user's default model (`ASSEMBLER_MODEL`,
+    the config file): chosen here, where the evaluation starts, so Dask workers use the
+    same one and the records name it."""
+    label = default_label(manifest) if manifest.model is None else ""
+    return [replace(run, model=label) if label and not run.model else run for run in runs]
+
+
+def check_models(runs: Iterable[RunRequest], manifest: Manifest) -> None:
+    """Each model the runs use can work (`provider:name`, a known provider, sensible
+    options), checked once before any task: a mistake there would fail every task the
+    same way, so it is a usage error instead of one error record per run."""
+    for model in dict.fromkeys(run.model for run in runs):
+        check_model(manifest, model)
 
 
 def parse_scheduler(text: str) -> str | int:

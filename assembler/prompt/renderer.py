@@ -204,7 +204,7 @@ def sample_variables(section: str, identity: str = "") -> dict[str, Any]:
     """Values of the kind the renderer passes to `section`, for `validate` to render an
     override once: a template that fails or renders empty on them would fail on a
     real agent too, and CI should say so before anyone runs it."""
-    samples: dict[str, dict[str, Any]] = {
+    samples: dict[str, dict[str, Any]] = {  # pragma: no mutate (any sample of its kind does)
         "identity": {
             "identity": identity.strip() or "You are a careful assistant.",
             "context_json": '{"project":"example"}',

@@ -70,7 +70,7 @@ from assembler.providers._common import (
     error_detail,
     tool_call_from_raw,
 )
-from assembler.providers.endpoints import OFFICIAL_BASE_URLS
+from assembler.providers.endpoints import OFFICIAL_BASE_URLS, unreachable_hint
 from assembler.text import one_line
 from assembler.urls import display_url
 
@@ -302,8 +302,11 @@ class AnthropicProvider(SDKProvider):
         if streaming and isinstance(e, anthropic.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, anthropic.APIConnectionError):
-            shown = self._shown_url or display_url(str(self._client.base_url))
-            return f"cannot reach {shown}: {describe_cause(e)}"
+            url = str(self._client.base_url)
+            hint = unreachable_hint(self._name.partition(":")[0], url)
+            shown = self._shown_url or display_url(url)
+            said = f"cannot reach {shown}: {describe_cause(e)}"
+            return f"{said} ({hint})" if hint else said
         return describe_cause(e)
 
 

@@ -19,10 +19,12 @@ __all__ = [
     "BASE_URL_VARIABLES",
     "BUILTIN_PROVIDERS",
     "LOCAL_SERVERS",
+    "LOCAL_SERVER_STARTS",
     "OFFICIAL_BASE_URLS",
     "effective_base_url",
     "is_local_url",
     "is_official_openai",
+    "unreachable_hint",
 ]
 
 LOCAL_SERVERS: Mapping[str, str] = MappingProxyType(
@@ -35,6 +37,29 @@ LOCAL_SERVERS: Mapping[str, str] = MappingProxyType(
 )
 """Shortcuts for local OpenAI-compatible servers: `ollama:qwen2.5` means the OpenAI
 provider at Ollama's default address. A manifest `base_url` overrides the address."""
+
+LOCAL_SERVER_STARTS: Mapping[str, str] = MappingProxyType(
+    {
+        "ollama": "is Ollama running? `ollama serve`",
+        "llamacpp": "is llama-server running? `llama-server -m MODEL.gguf --port 8080`",
+        "vllm": "is vLLM running? `vllm serve MODEL`",
+        "lmstudio": "is LM Studio's server running? `lms server start`",
+    }
+)
+"""What to check when a local shortcut's server cannot be reached: the likely cause is
+that it was never started, and the command that starts it."""
+
+
+def unreachable_hint(provider: str, url: str | None) -> str:
+    """The likely cause of "cannot reach" `url` for `provider` ("" when none is known):
+    a local server not started. A remote endpoint can fail for too many reasons to
+    guess one."""
+    if provider in LOCAL_SERVER_STARTS:
+        return LOCAL_SERVER_STARTS[provider]
+    if is_local_url(url):
+        return "is the server at this address running?"
+    return ""
+
 
 BUILTIN_PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "scripted", *LOCAL_SERVERS)
 """Every provider name that exists without an extension."""

@@ -62,7 +62,11 @@ from assembler.providers._common import (
     error_detail,
     tool_call_from_raw,
 )
-from assembler.providers.endpoints import OFFICIAL_BASE_URLS, is_official_openai
+from assembler.providers.endpoints import (
+    OFFICIAL_BASE_URLS,
+    is_official_openai,
+    unreachable_hint,
+)
 from assembler.text import one_line
 from assembler.urls import display_url
 
@@ -262,8 +266,11 @@ class OpenAIChatProvider(SDKProvider):
         if streaming and isinstance(e, openai.APIConnectionError | httpx2.HTTPError):
             return f"connection lost: {describe_cause(e)}"
         if isinstance(e, openai.APIConnectionError):
-            shown = self._shown_url or display_url(str(self._client.base_url))
-            return f"cannot reach {shown}: {describe_cause(e)}"
+            url = str(self._client.base_url)
+            hint = unreachable_hint(self._name.partition(":")[0], url)
+            shown = self._shown_url or display_url(url)
+            said = f"cannot reach {shown}: {describe_cause(e)}"
+            return f"{said} ({hint})" if hint else said
         if isinstance(e, openai.APIError):
             detail = error_detail(e.body, e.message)
             return one_line(f"the server reported an error: {detail}", ERROR_LIMIT)

@@ -18,7 +18,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from assembler.errors import MissingCredentialsError, ProviderError, UnknownProviderError
+from assembler.errors import (
+    ConfigurationError,
+    MissingCredentialsError,
+    UnknownProviderError,
+)
 from assembler.extras import requires
 from assembler.messages import ModelSettings
 from assembler.providers.base import ModelProvider
@@ -156,7 +160,7 @@ def parse_model_string(value: str) -> tuple[str, str]:
     """`"openai:gpt-4o"` -> `("openai", "gpt-4o")`; the model part may contain colons."""
     provider, sep, model = value.strip().partition(":")
     if not sep or not provider.strip() or not model.strip():
-        raise ProviderError(
+        raise ConfigurationError(
             f"invalid model {value!r}: use the form provider:model, e.g. openai:gpt-4o "
             f"(known providers: {', '.join(known_providers())})"
         )
@@ -191,6 +195,17 @@ def create_provider(
 CLIENT_OPTIONS = ("max_retries", "timeout", "headers")
 
 
+def check_options(provider: str, model: str, options: Mapping[str, Any]) -> None:
+    """The checks a built-in provider makes of its options when it is created, without
+    creating it (no SDK import, no API key): a `ConfigurationError` for the first
+    mistake. Providers an extension registers check their own."""
+    config = ProviderConfig(provider=provider, model=model, options=MappingProxyType(dict(options)))
+    if provider == "scripted":
+        _script_path(config)
+    elif provider in _BUILTIN:
+        _sdk_options(config)
+
+
 def _request_settings(config: ProviderConfig) -> ModelSettings:
     """The manifest's settings, with every option that is not a client option
     (`top_p`, `seed`, `reasoning_effort`, ...) sent in the request body as is."""
@@ -206,17 +221,19 @@ def _sdk_options(config: ProviderConfig) -> dict[str, Any]:
     retries = config.options.get("max_retries")
     if retries is not None:
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ProviderError(f"{config.name}: `max_retries` must be a non-negative integer")
+            raise ConfigurationError(f"{config.name}: `max_retries` must be a non-negative integer")
         out["max_retries"] = retries
     timeout = config.options.get("timeout")
     if timeout is not None:
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ProviderError(f"{config.name}: `timeout` must be a positive number of seconds")
+            raise ConfigurationError(
+                f"{config.name}: `timeout` must be a positive number of seconds"
+            )
         out["timeout"] = float(timeout)
     headers = config.options.get("headers")
     if headers is not None:
         if not isinstance(headers, Mapping):
-            raise ProviderError(f"{config.name}: `headers` must be a mapping")
+            raise ConfigurationError(f"{config.name}: `headers` must be a mapping")
         out["default_headers"] = {str(k): str(v) for k, v in headers.items()}
     return out
 
@@ -261,13 +278,18 @@ def _anthropic_factory(config: ProviderConfig) -> ModelProvider:
 def _scripted_factory(config: ProviderConfig) -> ModelProvider:
     from assembler.providers.scripted import ScriptedProvider, load_script
 
+    script = _script_path(config)
+    return ScriptedProvider(load_script(script), name=f"scripted:{script}")
+
+
+def _script_path(config: ProviderConfig) -> str:
     script = config.options.get("script")
     if not isinstance(script, str) or not script:
-        raise ProviderError(
+        raise ConfigurationError(
             f"{config.name}: the scripted provider needs `options.script`, "
             "the path of a YAML file of replies"
         )
-    return ScriptedProvider(load_script(script), name=f"scripted:{script}")
+    return script
 
 
 _BUILTIN: Mapping[str, ProviderFactory] = MappingProxyType(

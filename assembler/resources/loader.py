@@ -139,39 +139,41 @@ class ResourceLoader:
         workspace = manifest.workspace.resolve()
         limit = manifest.limits.context_file_max_bytes
         loaded: list[ContextFile] = []
-        for name in manifest.context_files:
+        for index, name in enumerate(manifest.context_files):
             try:
                 path = Path(os.path.normpath(workspace / name)).resolve()
             except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
                 reason = "a symbolic link loop" if isinstance(e, RuntimeError) else e.strerror
                 diagnostics.append(
-                    Issue(
-                        name,
-                        0,
-                        0,
-                        "warning",
-                        f"context file cannot be resolved ({reason}); skipped",
-                    )
+                    self._entry_issue(index, name, f"cannot be resolved ({reason}); skipped")
                 )
                 continue
             if not path.is_relative_to(workspace):
                 diagnostics.append(
-                    Issue(name, 0, 0, "warning", "context file is outside the workspace; skipped")
+                    self._entry_issue(index, name, "is outside the workspace; skipped")
                 )
                 continue
             if not _is_file(path):
                 if manifest.context_files_declared:
-                    diagnostics.append(
-                        Issue(name, 0, 0, "warning", "context file not found in the workspace")
-                    )
+                    diagnostics.append(self._entry_issue(index, name, "not found in the workspace"))
                 continue
             try:
                 loaded.append(self._read_context_file(name, path, limit, diagnostics))
             except OSError as e:
-                diagnostics.append(
-                    Issue(name, 0, 0, "warning", f"context file cannot be read ({e}); skipped")
-                )
+                diagnostics.append(self._entry_issue(index, name, f"cannot be read ({e}); skipped"))
         return tuple(loaded)
+
+    def _entry_issue(self, index: int, name: str, problem: str) -> Issue:
+        """A warning about the manifest's `context_files[index]`, placed where the
+        manifest declares it when that is known, with the words `validate` uses
+        (`context file NAME not found in the workspace`): a command that validated
+        first then shows the same warning once, not twice in two forms."""
+        source = self.manifest.source
+        if source is None:
+            return Issue(name, 0, 0, "warning", f"context file {problem}")
+        # the default `AGENTS.md` is declared by the workspace (or the file, without one)
+        at = ("context_files", index) if self.manifest.context_files_declared else ("workspace",)
+        return source.issue(at, f"context file {name} {problem}", severity="warning")
 
     def _read_context_file(
         self, name: str, path: Path, limit: int, diagnostics: list[Issue]

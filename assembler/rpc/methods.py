@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from assembler.agent.agent import Agent
-from assembler.agent.conversation import SessionRecorder, session_store
 from assembler.errors import SessionError
 from assembler.messages import Usage
 from assembler.rpc.errors import RpcError
 from assembler.sessions.catalog import list_sessions
 from assembler.sessions.codec import message_to_dict, usage_to_dict
-from assembler.sessions.store import Session
+from assembler.sessions.store import Session, SessionStore
 
 
 def text_param(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -67,14 +66,12 @@ class AgentMethods:
         """The conversation the next request continues; with a session, each message
         also names its session entry (`entry_id`, what `fork` takes; null for a
         message the file does not hold, such as an "interrupted" result)."""
-        messages = self.agent.messages
-        recorder = self.agent.runner.recorder
-        ids = recorder.entry_ids if isinstance(recorder, SessionRecorder) else []
-        if len(ids) != len(messages):
-            return [message_to_dict(m) for m in messages]
+        state = self.agent.state()
+        if state.entry_ids is None:
+            return [message_to_dict(m) for m in state.messages]
         return [
-            {**message_to_dict(m), "entry_id": entry or None}
-            for m, entry in zip(messages, ids, strict=True)
+            {**message_to_dict(m), "entry_id": entry}
+            for m, entry in zip(state.messages, state.entry_ids, strict=True)
         ]
 
     async def reload(self, params: dict[str, Any]) -> Any:
@@ -116,7 +113,7 @@ class AgentMethods:
         directory = (
             current.path.parent
             if current is not None
-            else session_store(self.agent.manifest, None).directory
+            else SessionStore.for_agent(self.agent.name).directory
         )
         found = list_sessions([directory], agent=self.agent.name, limit=limit)
         return [s.to_dict() for s in found]
@@ -145,15 +142,12 @@ class AgentMethods:
         return {"queued": True, "streaming": self.agent.streaming}
 
     def state(self) -> dict[str, Any]:
-        agent = self.agent
-        steers, follow_ups = agent.runner.queued()
-        tokens, window = agent.context_fill
-        gate = agent.permissions
+        state = self.agent.state()
         return {
-            **session_info(agent.session),
-            "status": "streaming" if agent.streaming else "idle",
-            "queued": {"steers": list(steers), "follow_ups": list(follow_ups)},
-            "usage": usage_dict(agent.runner.usage),
-            "context": {"tokens": tokens, "window": window},
-            "permission_mode": gate.policy.mode if gate is not None else None,
+            **session_info(state.session),
+            "status": "streaming" if state.streaming else "idle",
+            "queued": {"steers": list(state.steers), "follow_ups": list(state.follow_ups)},
+            "usage": usage_dict(state.usage),
+            "context": {"tokens": state.context_tokens, "window": state.context_window},
+            "permission_mode": state.permission_mode,
         }

@@ -91,6 +91,8 @@ class AgentRunner(ToolCalls):
         compact_reserve: int = DEFAULT_COMPACT_RESERVE,
         keep_tokens: int = DEFAULT_KEEP_TOKENS,
         max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+        endpoint: str = "",
+        permissions: PermissionCheck | None = None,
     ) -> None:
         self.provider = provider
         self.parts = parts
@@ -109,9 +111,10 @@ class AgentRunner(ToolCalls):
         self.context_tokens = 0
         """Input tokens of the latest response: how full the context window is."""
         self.label = provider.name
-        self.endpoint = ""
+        self.endpoint = endpoint
+        """Where requests go, as banners show it (empty for the provider's own)."""
         self.running = False
-        self.permissions: PermissionCheck | None = None
+        self.permissions = permissions
         """Decides each call before extensions do (the manifest's `permissions`)."""
         self._steers: deque[str] = deque()
         self._follow_ups: deque[str] = deque()

@@ -124,6 +124,8 @@ def summarise(info: SessionInfo) -> SessionSummary:
         if entry is not None and entry.time:
             last = entry.time
             break
+    if last and info.created > last:  # a fork: the entries it copied are older than it
+        last = info.created
     workspace = info.header.get("workspace")
     return SessionSummary(
         id=info.id,
@@ -148,12 +150,28 @@ def list_sessions(
     infos: list[SessionInfo] = []
     for directory in directories:
         infos += [i for i in SessionStore(directory).list() if agent is None or i.agent == agent]
-    infos.sort(key=lambda info: (info.modified, info.created, info.id), reverse=True)
+    infos.sort(key=_recency, reverse=True)
     chosen = infos if limit is None else infos[:limit]
     summaries = [summarise(info) for info in chosen]
     # stable: sessions last active in the same millisecond keep the file-time order
     summaries.sort(key=lambda s: s.last_activity, reverse=True)
     return summaries
+
+
+def latest_session(directories: Iterable[Path], *, agent: str | None = None) -> SessionInfo | None:
+    """The session written most recently in any of `directories` (of `agent` only,
+    when given): what `sessions show` and `trace` show without an id. One rule with
+    `SessionStore.latest`, which it asks in each directory."""
+    found = [
+        info
+        for directory in directories
+        if (info := SessionStore(directory).latest(agent=agent)) is not None
+    ]
+    return max(found, key=_recency, default=None)
+
+
+def _recency(info: SessionInfo) -> tuple[float, str, str]:
+    return info.modified, info.created, info.id
 
 
 def find_session(reference: str | Path, directories: Iterable[Path]) -> Session:

@@ -44,10 +44,12 @@ table with every field):
 
 * ``message``: one conversation turn, ``{"message": message_to_dict(msg)}``, plus
   ``"usage": usage_to_dict(u)`` after an assistant response.
-* ``event``: a run's start (``{"type": "run_start", "prompt"}``) and its ``run_end``.
+* ``event``: a run's start (``{"type": "run_start", "prompt"}``) and its ``run_end``
+  (`Session.append_run_start`, `append_run_end`: the one writer of both).
 * ``compaction``: a summary standing for the entries before ``first_kept``; they stay
   in the file (see `Session.append_compaction` and `sessions.context`).
-* ``subagent``: a sub-agent call's own session (its id, file and trace file).
+* ``subagent``: a sub-agent call's own session (its id, file and trace file), written
+  with the child's session by `Session.delegate`.
 
 Readers skip types they do not know; the audit trace of tool calls has its own file
 (`<id>.trace.jsonl`, `sessions.trace`).
@@ -59,7 +61,6 @@ import builtins
 import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -67,6 +68,7 @@ from assembler.errors import SessionError
 from assembler.messages import Message, Usage
 from assembler.sessions.codec import message_to_dict, usage_to_dict
 from assembler.sessions.context import Context, build_context
+from assembler.sessions.paths import default_session_dir
 from assembler.sessions.records import (
     ENTRY_KEYS,
     FORMAT_VERSION,
@@ -84,14 +86,7 @@ from assembler.sessions.records import (
     utc_now,
     write_atomic,
 )
-
-
-@dataclass(frozen=True)
-class TreeNode:
-    """One entry of `Session.tree()` and the entries that continue from it."""
-
-    entry: Entry
-    children: tuple[TreeNode, ...] = ()
+from assembler.sessions.tree import TreeNode, entry_tree
 
 
 class _Default(enum.Enum):
@@ -129,6 +124,11 @@ class Session:
     @property
     def id(self) -> str:
         return str(self.header["id"])
+
+    @property
+    def trace_path(self) -> Path:
+        """The audit trace of this session's tool calls, beside it (`<id>.trace.jsonl`)."""
+        return self.path.with_name(self.path.name.removesuffix(SUFFIX) + TRACE_SUFFIX)
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, path={str(self.path)!r}, leaf={self.leaf!r})"
@@ -249,35 +249,64 @@ class Session:
             fsync=True,
         )
 
+    # -- what a run writes besides its messages (docs/sessions.md has the fields) ----
+
+    def append_run_start(self, prompt: str) -> Entry:
+        """The start of one prompt's run."""
+        return self.append("event", {"event": {"type": "run_start", "prompt": prompt}})
+
+    def append_run_end(self, end: Mapping[str, Any]) -> Entry:
+        """The end of a run: its `run_end` event as `assemble run --json` prints it."""
+        return self.append("event", {"event": dict(end)})
+
+    def delegate(
+        self,
+        *,
+        agent: str,
+        manifest: Path | None,
+        model: str,
+        workspace: Path,
+        call: Mapping[str, str],
+    ) -> Session:
+        """A sub-agent's session for the tool call `call` of this one (`call_id`, `tool`,
+        `agent_path`, and `entry`, the entry holding the call), beside this file and
+        linked both ways: its header's `delegated_from` names this session and the call,
+        and this session gets a `subagent` entry naming the child's files."""
+        origin = {
+            "session": self.id,
+            "entry": call.get("entry", ""),
+            "call_id": call.get("call_id", ""),
+            "tool": call.get("tool", ""),
+            "agent_path": call.get("agent_path", ""),
+            "session_file": str(self.path),
+        }
+        store = SessionStore(self.path.parent)
+        child = store.start(
+            agent=agent, manifest=manifest, model=model, workspace=workspace, delegated_from=origin
+        )
+        self.append(
+            "subagent",
+            {
+                "call_id": origin["call_id"],
+                "tool": origin["tool"],
+                "agent_path": origin["agent_path"],
+                **child.link(),
+            },
+        )
+        return child
+
+    def link(self) -> dict[str, str]:
+        """How another record names this session: its id, file and trace file."""
+        return {
+            "session": self.id,
+            "session_file": str(self.path),
+            "trace_file": str(self.trace_path),
+        }
+
     def tree(self) -> list[TreeNode]:
         """Every entry as a tree (roots first, children in file order), for navigation:
         branches come from forks in place, retries and steering from earlier points."""
-        children: dict[str | None, list[Entry]] = {}
-        known: set[str] = set()
-        for entry in self.entries():
-            if entry.id in known:
-                continue
-            known.add(entry.id)
-            children.setdefault(entry.parent, []).append(entry)
-
-        roots = [
-            e
-            for parent, kids in children.items()
-            if parent is None or parent not in known
-            for e in kids
-        ]
-        # Built bottom-up without recursion: a session is a chain thousands deep.
-        order: list[Entry] = []
-        stack = list(reversed(roots))
-        while stack:
-            entry = stack.pop()
-            order.append(entry)
-            stack.extend(reversed(children.get(entry.id, ())))
-        built: dict[str, TreeNode] = {}
-        for entry in reversed(order):
-            kids = tuple(built[c.id] for c in children.get(entry.id, ()))
-            built[entry.id] = TreeNode(entry, kids)
-        return [built[entry.id] for entry in roots]
+        return entry_tree(self.entries())
 
     def fork(self, entry_id: str, store: SessionStore | None = None) -> Session:
         """A new session holding exactly the path root..`entry_id`, ids kept.
@@ -308,13 +337,41 @@ def is_session_file(name: str) -> bool:
 
 
 class SessionStore:
-    """The session files of one directory (usually one agent's)."""
+    """The session files of one directory (usually one agent's).
+
+    Sessions come from its named constructors: `start` (a new run's session),
+    `Session.delegate` (a sub-agent's, beside its parent's), `Session.fork` (a copy of
+    a branch), `open` (an existing one) and `latest` (the one `--continue` resumes);
+    `create` is the plain file with a header, for other tools.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
 
+    @classmethod
+    def for_agent(cls, agent: str, directory: Path | None = None) -> SessionStore:
+        """Where `agent`'s sessions go: `directory` when given (`--session-dir`), else
+        `<data dir>/sessions/<agent>`."""
+        return cls(directory if directory is not None else default_session_dir(agent))
+
     def __repr__(self) -> str:
         return f"SessionStore({str(self.directory)!r})"
+
+    def start(
+        self,
+        *,
+        agent: str,
+        manifest: Path | None,
+        model: str,
+        workspace: Path,
+        delegated_from: Mapping[str, str] | None = None,
+    ) -> Session:
+        """A new, empty session of an agent run: the header names the agent, its
+        manifest, the model (`provider:name`) and the workspace it works in."""
+        metadata: dict[str, Any] = {"workspace": str(workspace)}
+        if delegated_from is not None:
+            metadata["delegated_from"] = dict(delegated_from)
+        return self.create(agent=agent, manifest=manifest, model=model, metadata=metadata)
 
     def create(
         self,
@@ -351,10 +408,21 @@ class SessionStore:
         infos.sort(key=lambda info: (info.modified, info.created, info.id), reverse=True)
         return infos
 
-    def latest(self) -> SessionInfo | None:
-        """The session written most recently, if any (what `--continue` resumes)."""
-        infos = self.list()
-        return infos[0] if infos else None
+    def latest(
+        self, *, agent: str | None = None, workspace: Path | None = None
+    ) -> SessionInfo | None:
+        """The session written most recently (of `agent`, in `workspace`, when given;
+        a session that names no workspace is in every one). With both, it is what
+        `--continue` resumes: a session of the same agent on another checkout is not
+        this work."""
+        where = str(workspace) if workspace is not None else None
+        for info in self.list():
+            if agent is not None and info.agent != agent:
+                continue
+            if where is not None and info.header.get("workspace") not in (where, None):
+                continue
+            return info
+        return None
 
     def _create(
         self,

@@ -6,9 +6,12 @@ renders and runs at once (its model is a `scripted:` replay, with a comment show
 the real providers), plus whatever the template has (a context file, a skill, an
 evaluation, sub-agents). Beside them goes a copy of the manifest JSON Schema at
 `.assembler/agent.schema.json`, which each manifest's first line names, so editors
-complete and check fields outside this repository too.
+complete and check fields outside this repository too, and a `.gitignore` of what
+`assemble` writes into a project that is not source (eval results).
 
 Nothing is ever overwritten: when any file to be written exists, nothing is written.
+A `.gitignore` already there is the one exception: it is kept as it is (a project has
+its own), and `Starter.suggested` lists the lines it lacks.
 Nothing is written outside the directory either: a symbolic link on the way to a file
 (the directory may be a clone holding any) that leads out of it, or nowhere, is refused
 before anything is written. The directory itself may be a link: the user named it.
@@ -27,11 +30,29 @@ from pathlib import Path, PurePosixPath
 from assembler.errors import UsageError
 from assembler.manifest.schema import schema_text
 
-__all__ = ["SCHEMA_COPY", "TEMPLATES", "Starter", "agent_name", "starter_files", "write_starter"]
+__all__ = [
+    "GITIGNORE",
+    "SCHEMA_COPY",
+    "TEMPLATES",
+    "Starter",
+    "agent_name",
+    "starter_files",
+    "write_starter",
+]
 
 TEMPLATES = ("minimal", "coding", "reviewer", "team")
 SCHEMA_COPY = ".assembler/agent.schema.json"
 """Where the schema copy goes, relative to the project; the manifests' modelines name it."""
+GITIGNORE = ".gitignore"
+IGNORED = (
+    "eval-results/",  # `assemble eval`'s default results, with their runs' sessions
+    "__pycache__/",  # Python tools and extensions compile here when they run
+)
+_GITIGNORE_TEXT = (
+    "# What agent-assembler writes here that is not source: evaluation results (and\n"
+    "# the sessions of their runs). A memory store keeps its own .gitignore.\n"
+    + "".join(f"{line}\n" for line in IGNORED)
+)
 
 _SUFFIX = ".tmpl"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -45,6 +66,8 @@ class Starter:
     template: str
     name: str
     files: tuple[Path, ...]
+    suggested: tuple[str, ...] = ()
+    """Lines the project's own `.gitignore` (kept as it was) lacks."""
 
     @property
     def manifest(self) -> Path:
@@ -71,6 +94,7 @@ def starter_files(template: str, name: str) -> dict[str, str]:
         for relative, text in _walk(resources.files(__name__).joinpath(template), "")
     }
     files[SCHEMA_COPY] = schema_text()
+    files[GITIGNORE] = _GITIGNORE_TEXT
     return dict(sorted(files.items()))
 
 
@@ -81,6 +105,10 @@ def write_starter(directory: Path, template: str, name: str | None = None) -> St
         raise UsageError(f"{directory} exists and is not a directory")
     chosen = name if name is not None else agent_name(directory)
     files = starter_files(template, chosen)
+    suggested: tuple[str, ...] = ()
+    if (directory / GITIGNORE).exists():  # the project's own: kept, never a conflict
+        del files[GITIGNORE]
+        suggested = _missing_lines(directory / GITIGNORE)
     links = {problem: None for r in files if (problem := _link_problem(directory, r))}
     if links:
         raise UsageError(
@@ -115,7 +143,18 @@ def write_starter(directory: Path, template: str, name: str | None = None) -> St
                 "nothing was written"
             ) from e
         raise UsageError(f"assemble init cannot write {e.filename}: {e.strerror or e}") from e
-    return Starter(directory, template, chosen, tuple(written))
+    return Starter(directory, template, chosen, tuple(written), suggested)
+
+
+def _missing_lines(gitignore: Path) -> tuple[str, ...]:
+    """The `IGNORED` lines an existing `.gitignore` does not have (unreadable: all)."""
+    try:
+        present = {line.strip() for line in gitignore.read_text("utf-8").splitlines()}
+    except (OSError, UnicodeDecodeError):
+        present = set()
+    return tuple(
+        line for line in IGNORED if line not in present and line.rstrip("/") not in present
+    )
 
 
 def _undo(written: list[Path], made: list[Path]) -> None:

@@ -10,7 +10,9 @@ say (`gen_ai.*`):
 Extension and permission decisions are span events on `execute_tool`
 (`assembler.tool_call.blocked`, `assembler.tool_result.rewritten`). Prompts, messages,
 tool arguments and results, and the reason given for a block (it may quote the
-arguments), are recorded only when `ASSEMBLER_OTEL_CONTENT=1`.
+arguments), are recorded only when
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (OpenTelemetry's own switch;
+`ASSEMBLER_OTEL_CONTENT=1` too).
 
 The API is a no-op until the application (or `opentelemetry-instrument`) installs an
 SDK's tracer provider. Without `opentelemetry-api` installed, `AgentTelemetry.create`
@@ -28,7 +30,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from assembler.telemetry.state import CONTENT_VARIABLE, AgentTelemetry, otel_installed
+from assembler.telemetry.state import (
+    CONTENT_ALIAS,
+    CONTENT_VARIABLE,
+    AgentTelemetry,
+    content_wanted,
+    otel_installed,
+)
 
 if TYPE_CHECKING:
     from assembler.providers.base import ModelProvider
@@ -36,8 +44,10 @@ if TYPE_CHECKING:
     from assembler.runner.parts import TraceSink
 
 __all__ = [
+    "CONTENT_ALIAS",
     "CONTENT_VARIABLE",
     "AgentTelemetry",
+    "content_wanted",
     "otel_installed",
     "wrap_hooks",
     "wrap_provider",

@@ -3,7 +3,8 @@
 `gen_ai.input.messages`, `gen_ai.output.messages` and `gen_ai.system_instructions`
 follow the conventions' JSON schemas (`{"role", "parts": [{"type", ...}]}`) and are
 recorded as JSON strings, which every SDK version and exporter accepts. Only built
-when `ASSEMBLER_OTEL_CONTENT=1`: prompts and tool output can hold anything.
+when the user asks for content (`telemetry.state.content_wanted`): prompts and tool
+output can hold anything.
 """
 
 from __future__ import annotations

@@ -27,8 +27,20 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
 
-CONTENT_VARIABLE = "ASSEMBLER_OTEL_CONTENT"
-"""Set to 1 to record prompts, messages, tool arguments and results on spans."""
+CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""OpenTelemetry's own switch for GenAI content, as the Python GenAI instrumentations
+read it: `true` (or `SPAN_ONLY`, `SPAN_AND_EVENT`) records prompts, messages, tool
+arguments and results on spans."""
+CONTENT_ALIAS = "ASSEMBLER_OTEL_CONTENT"
+"""This project's earlier switch, kept: `1` records content too."""
+_CONTENT_ON = frozenset({"true", "1", "span_only", "span_and_event"})
+
+
+def content_wanted(env: Mapping[str, str]) -> bool:
+    """Whether spans record content: off unless the user's environment says so (never
+    a manifest: it must not decide to export its users' prompts)."""
+    standard = env.get(CONTENT_VARIABLE, "").strip().lower()
+    return standard in _CONTENT_ON or env.get(CONTENT_ALIAS, "").strip() == "1"
 
 
 @cache
@@ -96,7 +108,7 @@ class AgentTelemetry:
             agent_description=agent_description,
             server_address=address,
             server_port=port,
-            content=(env or {}).get(CONTENT_VARIABLE, "").strip() == "1",
+            content=content_wanted(env or {}),
         )
 
     def common(self) -> dict[str, AttributeValue]:

@@ -18,7 +18,7 @@ from procs import live_processes_with
 
 from assembler.agent.build import build_agent
 from assembler.errors import TrustError
-from assembler.runner.events import Diagnostic, ToolCallResult
+from assembler.runner.events import Diagnostic, RunStart, ToolCallResult
 from assembler.testing import ScriptedModel, text, tool_call
 from assembler.validation.load import load_manifest
 
@@ -119,14 +119,16 @@ def test_render_without_dry_run_starts_the_server_and_shows_its_tools(
     assert "- get_current_time:" in result.out
 
 
+BROKEN_SERVER = (
+    "    - mcp: {command: "
+    + sys.executable
+    + ", args: ['-c', 'import sys; sys.stderr.write(\"broken server\\\\n\"); sys.exit(3)']}"
+)
+
+
 @pytest.mark.slow
 def test_a_server_that_fails_to_start_is_a_diagnostic_and_the_agent_goes_on(tmp_path: Path) -> None:
-    path = manifest(
-        tmp_path,
-        extra_sets="    - mcp: {command: "
-        + sys.executable
-        + ", args: ['-c', 'import sys; sys.stderr.write(\"broken server\\\\n\"); sys.exit(3)']}",
-    )
+    path = manifest(tmp_path, extra_sets=BROKEN_SERVER)
     model = ScriptedModel([text("fine")])
     agent = build_agent(load_manifest(path), provider=model, trust=True, record_session=False)
 
@@ -138,6 +140,27 @@ def test_a_server_that_fails_to_start_is_a_diagnostic_and_the_agent_goes_on(tmp_
     diagnostics = [e for e in events if isinstance(e, Diagnostic)]
     assert any("broken server" in d.message for d in diagnostics), diagnostics
     assert "get_current_time" in [t.name for t in model.requests[0].tools]
+    # reported before the first model request, not after the first turn
+    first = events.index(next(d for d in diagnostics if "broken server" in d.message))
+    assert first < events.index(next(e for e in events if isinstance(e, RunStart)))
+
+
+@pytest.mark.slow
+def test_run_shows_a_failed_server_before_the_answer_and_render_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = manifest(tmp_path, extra_sets=BROKEN_SERVER)
+    (tmp_path / "reply.yaml").write_text("- text: The answer.\n")
+    with path.open("a") as file:
+        file.write("model: scripted:reply.yaml\n")
+    ran = assemble(capsys, "run", str(path), "--trust", "--no-session", "-p", "hi")
+    assert ran.code == 0, ran.err
+    assert ran.out == "The answer.\n"
+    assert ran.err.count("broken server") == 1
+    rendered = assemble(capsys, "render", str(path), "--trust", "--prompt-only")
+    assert rendered.code == 1
+    assert "- get_current_time:" in rendered.out  # the prompt is still shown
+    assert rendered.err.count("broken server") == 1
 
 
 def test_provider_keys_do_not_reach_a_stdio_server(monkeypatch: pytest.MonkeyPatch) -> None:

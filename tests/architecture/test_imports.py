@@ -48,6 +48,18 @@ def imported_names(name: str, path: Path) -> set[str]:
     return names
 
 
+def named_modules(path: Path, modules: Iterable[str]) -> set[str]:
+    """The modules of the package that `path` names in a string (`"assembler.cli.run"`):
+    a module loaded by name (the CLI's commands, the lazy exports) is imported too."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    strings = {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    return strings & set(modules)
+
+
 def module_graph() -> dict[str, set[str]]:
     modules = module_files()
     graph: dict[str, set[str]] = {}
@@ -59,6 +71,7 @@ def module_graph() -> dict[str, set[str]]:
                 target = target.rpartition(".")[0]
             if target and target != name:
                 targets.add(target)
+        targets |= named_modules(path, modules) - {name}
         graph[name] = targets
     return graph
 
@@ -125,6 +138,16 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_commands_loaded_by_name_are_imports_of_cli_main() -> None:
+    """`cli.main` imports each command's module by its name (lazily): a command that
+    imported `cli.main` back would be a cycle the interpreter never sees."""
+    graph = module_graph()
+    assert {"assembler.cli.run", "assembler.cli.eval", "assembler.cli.rpc"} <= graph[
+        "assembler.cli.main"
+    ]
+    assert "assembler.agent.build" in graph["assembler.agent"]  # a lazy export
 
 
 def test_a_function_level_import_counts(tmp_path: Path) -> None:

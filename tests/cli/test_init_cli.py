@@ -87,7 +87,7 @@ def test_every_template_starts_with_a_scripted_replay_and_shows_real_models(
 def test_the_coding_template_has_a_context_file_a_skill_and_an_eval(tmp_path: Path) -> None:
     files = starter_files("coding", "starter")
     assert set(files) == {
-        SCHEMA_COPY, "agent.yaml", "agent.script.yaml", "AGENTS.md",
+        SCHEMA_COPY, ".gitignore", "agent.yaml", "agent.script.yaml", "AGENTS.md",
         "skills/fix-a-failing-test/SKILL.md", "evals/smoke.eval.yaml",
     }  # fmt: skip
     evaluation = yaml.safe_load(files["evals/smoke.eval.yaml"])
@@ -147,6 +147,27 @@ def test_one_existing_file_is_enough_to_write_nothing(
     assert refused.code == 1
     assert "already has AGENTS.md;" in refused.err
     assert tree(tmp_path) == {"AGENTS.md": hashlib.sha256(b"# our notes\n").hexdigest()}
+
+
+def test_init_writes_a_gitignore_and_keeps_one_already_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    created = assemble(capsys, "init", str(tmp_path / "new"))
+    assert created.code == 0
+    ignored = (tmp_path / "new" / ".gitignore").read_text().splitlines()
+    assert [line for line in ignored if not line.startswith("#")] == [
+        "eval-results/",
+        "__pycache__/",
+    ]
+    assert "new/.gitignore" in created.out
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / ".gitignore").write_text("__pycache__\n*.log\n")
+    kept = assemble(capsys, "init", str(own), "--template", "coding")
+    assert kept.code == 0, kept.err
+    assert (own / ".gitignore").read_text() == "__pycache__\n*.log\n"
+    assert "kept your .gitignore; you may add: eval-results/\n" in kept.out
+    assert (own / "evals" / "smoke.eval.yaml").is_file()
 
 
 def test_init_into_an_existing_directory_of_other_files(

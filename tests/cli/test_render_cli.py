@@ -147,7 +147,7 @@ def test_prompt_only_is_byte_for_byte_the_first_request_of_the_shipping_agent(
     result = assemble(capsys, "render", "--dry-run", "--prompt-only", str(shipping_manifest))
     assert result.code == 0
     system, _ = first_request(shipping_manifest)  # its extension registers no tools
-    assert result.out == system + "\n"
+    assert result.out == system  # byte for byte: no newline added
     assert result.out.startswith("## identity\nYou are a careful maintainer")
 
 
@@ -177,11 +177,11 @@ def test_prompt_only_is_byte_for_byte_the_first_request_with_python_tools(
         "\n"
         "### AGENTS.md\n"
         "# Shop\n"
-        "Prices in cents.\n"
+        "Prices in cents."
     )
     system, tools = first_request(manifest)
     assert (tmp_path / "project" / "ws" / "MARKER-module").exists()  # the real agent imported it
-    assert result.out == system + "\n"
+    assert result.out == system
     # the schemas the dry run shows are the ones the real agent sends
     full = assemble(capsys, "render", "--dry-run", "--format", "json", str(manifest))
     shown = [(t["name"], t["description"], t["parameters"]) for t in json.loads(full.out)["tools"]]
@@ -393,7 +393,7 @@ def test_no_skills_with_an_explicit_skill_on_the_command_line(
         capsys, "render", "--dry-run", "--prompt-only", "--no-skills", str(shipping_manifest)
     )
     assert "## skills" not in off.out
-    assert off.out == plain.out[: plain.out.index(skill_line)] + "\n"
+    assert off.out == plain.out[: plain.out.index(skill_line)]
     back = assemble(
         capsys,
         "render",
@@ -437,7 +437,7 @@ def test_manifest_template_overrides_reshape_section_bodies_only(
     result = assemble(capsys, "render", "--dry-run", "--prompt-only", str(shipping_manifest))
     assert result.code == 0, result.err
     assert "\n\n## tools\n[read] [bash] [edit]\n\n## workspace\n" in result.out
-    assert result.out.endswith("\n\n## skills\nfix-workflow -> skills/fix-workflow/SKILL.md\n")
+    assert result.out.endswith("\n\n## skills\nfix-workflow -> skills/fix-workflow/SKILL.md")
     data = json.loads(
         assemble(capsys, "render", "--dry-run", "--format", "json", str(shipping_manifest)).out
     )
@@ -451,7 +451,24 @@ def test_manifest_template_overrides_reshape_section_bodies_only(
     default = assemble(capsys, "render", *args)
     committed = SNAPSHOT.read_text("utf-8").split("\n\n---- tool schemas")[0]
     workspace = str((shipping / "examples" / "shipping").resolve())
-    assert default.out == committed.replace("{workspace}", workspace) + "\n"
+    assert default.out == committed.replace("{workspace}", workspace)
+
+
+def test_prompt_only_into_a_pipe_hashes_like_the_json_and_refuses_json(
+    shipping_manifest: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`render --prompt-only | sha256sum` is the `sha256` of `--format json`, through a
+    real pipe; asking for both is a usage error, not one silently ignored."""
+    command = [sys.executable, "-m", "assembler", "render", "--dry-run", str(shipping_manifest)]
+    piped = subprocess.run([*command, "--prompt-only"], capture_output=True, check=True)
+    as_json = subprocess.run([*command, "--format", "json"], capture_output=True, check=True)
+    data = json.loads(as_json.stdout)
+    assert hashlib.sha256(piped.stdout).hexdigest() == data["sha256"]
+    assert not piped.stdout.endswith(b"\n")
+    both = assemble(capsys, "render", "--dry-run", "--prompt-only", "--format", "json",
+                    str(shipping_manifest))  # fmt: skip
+    assert both.code == 2 and both.out == ""
+    assert "--prompt-only prints the prompt as text: leave out --format json" in both.err
 
 
 # -- --format json ---------------------------------------------------------------------
@@ -466,6 +483,8 @@ def test_json_lists_sections_with_sources_tokens_schemas_and_the_hash(
     system, tools = first_request(shipping_manifest)
     assert data["prompt"] == system
     assert data["sha256"] == hashlib.sha256(data["prompt"].encode("utf-8")).hexdigest()
+    prompt_only = assemble(capsys, "render", "--dry-run", "--prompt-only", str(shipping_manifest))
+    assert hashlib.sha256(prompt_only.out.encode("utf-8")).hexdigest() == data["sha256"]
     sections = data["sections"]
     assert [s["name"] for s in sections] == ["identity", "tools", "workspace", "skills"]
     assert "\n\n".join(f"## {s['name']}\n{s['text']}" for s in sections) == data["prompt"]

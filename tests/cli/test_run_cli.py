@@ -115,7 +115,7 @@ def test_unknown_provider_lists_the_known_ones(
         capsys, "run", str(shipping / "agents" / "shipping-fixer.yaml"), "--trust",
         "--model", "nosuch:model", "-p", "hi",
     )  # fmt: skip
-    assert result.code == 1
+    assert result.code == 2  # a configuration mistake: a usage error
     assert "nosuch" in result.err and "anthropic" in result.err and "openai" in result.err
 
 

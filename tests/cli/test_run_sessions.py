@@ -245,6 +245,16 @@ def test_p_dash_with_nothing_piped_is_an_error(project: Path) -> None:
     assert "`-p -` reads the prompt from stdin, and stdin was empty" in done.stderr
 
 
+def test_an_empty_prompt_is_refused_as_rpc_refuses_one(project: Path) -> None:
+    for empty in ("", "  \n"):
+        done = spawn(project, "-p", empty, stdin=None)
+        assert done.returncode == 2
+        assert "-p needs a prompt: the text was empty" in done.stderr
+        assert done.stdout == ""
+    # with text piped in, the piped text is the prompt (no blank lines before it)
+    assert sent_prompt(spawn(project, "-p", "", stdin="from the pipe\n")) == "from the pipe\n"
+
+
 def test_invalid_utf8_on_stdin_is_replaced_not_a_crash(project: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "assembler", "run", str(project / "agent.yaml"), "--trust",

@@ -115,7 +115,7 @@ def test_render_agent_shows_the_prompt_of_the_childs_first_real_request(
             await agent.aclose()
 
     asyncio.run(main())
-    assert rendered.out == child_model.requests[0].system + "\n"
+    assert rendered.out == child_model.requests[0].system
 
 
 def test_render_agent_names_the_sub_agents_there_are(

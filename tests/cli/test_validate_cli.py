@@ -109,7 +109,7 @@ def test_strict_with_a_clean_manifest_exits_0(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "Missing argument 'PATHS...'"),
+        ((), "missing MANIFEST: name one, or run where an agent.yaml is"),  # none here
         (("--no-such-option", "x.yaml"), "No such option '--no-such-option'"),
         (("--format", "xml", "x.yaml"), "Invalid value for '--format'"),
         (("--skills-profile", "loose", "x.yaml"), "Invalid value for '--skills-profile'"),
@@ -404,6 +404,32 @@ def test_pre_commit_hook_definition() -> None:
     assert not selected(".pre-commit-config.yaml")
     assert not selected("agents/README.md")
     assert not selected("my_agents/x.yaml")
+    # where `assemble init` puts them: agent.yaml and *.eval.yaml anywhere
+    assert selected("agent.yaml") and selected("tools/bot/agent.yml")
+    assert selected("evals/smoke.eval.yaml") and selected("t.eval.yml")
+    assert not selected("agent.script.yaml") and not selected("my-agent.yaml")
+    assert not selected("evals/notes.yaml")
+
+
+def test_pre_commit_hook_on_a_project_init_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook passes the manifest and the eval file `init --template coding` wrote,
+    and they validate."""
+    hook = _hook()
+    files, exclude = re.compile(str(hook["files"])), re.compile(str(hook["exclude"]))
+    monkeypatch.chdir(tmp_path)
+    assert assemble(capsys, "init", "--template", "coding").code == 0
+    selected = sorted(
+        p.relative_to(tmp_path).as_posix()
+        for p in tmp_path.rglob("*")
+        if p.is_file()
+        and files.search(p.relative_to(tmp_path).as_posix())
+        and not exclude.search(p.relative_to(tmp_path).as_posix())
+    )
+    assert selected == ["agent.yaml", "evals/smoke.eval.yaml"]
+    outcome = assemble(capsys, "validate", *selected)
+    assert outcome.code == 0, outcome.out
 
 
 def test_pre_commit_hook_on_this_repository(

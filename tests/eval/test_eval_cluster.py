@@ -177,5 +177,8 @@ def test_without_dask_the_scheduler_option_names_the_extra(
     out = project.root / "r.jsonl"
     outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--scheduler", "local:2")
     assert outcome.code == 2
-    assert "pip install 'agent-assembler[dask]'" in outcome.err
+    assert outcome.out == ""  # before anything else: no plan, no progress, no summary
+    assert outcome.err.splitlines() == [
+        "error: --scheduler local:2 needs dask.distributed: pip install 'agent-assembler[dask]'"
+    ]
     assert not out.exists()

@@ -82,6 +82,30 @@ def test_rerun_failed_runs_the_failures_again_and_the_later_record_wins(
     assert row(outcome.out, "overall")[1:3] == ["2/2", "100%"]
 
 
+def test_rerun_failed_reruns_every_failed_repeat_not_only_the_first(
+    project: Project, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    flag = tmp_path / "flag"
+    file = project.eval_file(
+        [
+            {"id": "steady", "prompt": "?"},
+            {"id": "flaky", "prompt": "?", "checks": [{"command": f"test -f {flag}"}]},
+        ]
+    )
+    out = project.root / "r.jsonl"
+    args = ["eval", str(file), "--out", str(out), "--trust"]
+    assert assemble(capsys, *args, "--repeat", "3").code == 1
+    assert [r["status"] for r in results(out) if r["task"] == "flaky"] == ["failed"] * 3
+    flag.touch()
+    outcome = assemble(capsys, *args, "--rerun-failed")  # no --repeat: the file has three
+    assert outcome.code == 0, outcome.out
+    assert outcome.out.splitlines()[0] == f"resuming: 3 of 6 run(s) already in {out}; 3 to do"
+    assert sorted((r["task"], r["repeat"]) for r in results(out)[6:]) == [
+        ("flaky", 1), ("flaky", 2), ("flaky", 3),
+    ]  # fmt: skip
+    assert row(outcome.out, "overall")[1:3] == ["6/6", "100%"]
+
+
 def test_repeat_runs_each_task_n_times_and_more_repeats_add_to_a_results_file(
     project: Project, three: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

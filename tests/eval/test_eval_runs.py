@@ -156,11 +156,13 @@ def test_an_agent_that_cannot_be_built_is_an_error_per_run(
 ) -> None:
     file = project.eval_file([{"id": "t", "prompt": "Hi."}])
     out = project.root / "r.jsonl"
-    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--model", "nosuch:model")
+    # (a model that cannot work for any run, `nosuch:model`, is a usage error found
+    # before the first task: tests/cli/test_model_defaults.py)
+    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--model", "openai:gpt-4o")
     assert outcome.code == 1
     [record] = results(out)
     assert record["status"] == "error"
-    assert "nosuch" in record["error"]
+    assert "OPENAI_API_KEY" in record["error"]
 
 
 def test_the_model_comes_from_the_command_line_then_the_task_then_the_defaults(

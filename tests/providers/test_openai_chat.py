@@ -362,6 +362,32 @@ def test_unreachable_server_is_a_provider_error() -> None:
 
     assert isinstance(outcome.error, ProviderError)
     assert "cannot reach http://127.0.0.1:" in str(outcome.error)
+    assert str(outcome.error).endswith("(is the server at this address running?)")
+
+
+@pytest.mark.parametrize(
+    ("shortcut", "hint"),
+    [
+        ("ollama", "(is Ollama running? `ollama serve`)"),
+        ("llamacpp", "(is llama-server running? `llama-server -m MODEL.gguf --port 8080`)"),
+        ("vllm", "(is vLLM running? `vllm serve MODEL`)"),
+        ("lmstudio", "(is LM Studio's server running? `lms server start`)"),
+    ],
+)
+def test_an_unreachable_local_server_names_the_likely_cause(shortcut: str, hint: str) -> None:
+    """The local shortcuts (`ollama:qwen3`) say how to start their server; the request
+    goes to a real closed port on the loopback interface."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    make = lambda: create_provider(  # noqa: E731
+        shortcut, "m", base_url=f"http://127.0.0.1:{port}/v1", options={"max_retries": 0}, env={}
+    )
+    outcome = run_one(make, request())
+    assert isinstance(outcome.error, ProviderError)
+    message = str(outcome.error)
+    assert message.startswith(f"{shortcut}:m: cannot reach http://127.0.0.1:{port}/v1")
+    assert message.endswith(hint)
 
 
 def test_several_requests_share_one_client(openai_server: OpenAIServer) -> None:

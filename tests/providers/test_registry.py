@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from assembler.errors import (
+    ConfigurationError,
     MissingCredentialsError,
     MissingExtraError,
     ProviderError,
     UnknownProviderError,
+    UsageError,
 )
 from assembler.messages import ModelSettings
 from assembler.providers.anthropic_messages import AnthropicProvider
@@ -21,6 +23,7 @@ from assembler.providers.openai_chat import OpenAIChatProvider
 from assembler.providers.registry import (
     ProviderConfig,
     ProviderRegistry,
+    check_options,
     create_provider,
     is_local_url,
     known_providers,
@@ -218,3 +221,28 @@ def test_importing_the_registry_does_not_import_the_sdks() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("provider", "options", "message"),
+    [
+        ("openai", {"timeout": -1}, "openai:m: `timeout` must be a positive number of seconds"),
+        ("ollama", {"max_retries": "x"}, "ollama:m: `max_retries` must be a non-negative"),
+        ("anthropic", {"headers": ["a"]}, "anthropic:m: `headers` must be a mapping"),
+        ("scripted", {}, "scripted:m: the scripted provider needs `options.script`"),
+    ],
+)
+def test_configuration_mistakes_are_usage_errors_found_without_creating_the_provider(
+    provider: str, options: dict[str, object], message: str
+) -> None:
+    """`check_options` makes the creation's checks with no SDK and no key; both it and
+    the creation raise a `ConfigurationError` (a usage error, also a `ProviderError`)."""
+    with pytest.raises(ConfigurationError) as checked:
+        check_options(provider, "m", options)
+    assert str(checked.value).startswith(message)
+    assert isinstance(checked.value, UsageError) and isinstance(checked.value, ProviderError)
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    with pytest.raises(ConfigurationError, match=message.split(": ", 1)[1][:20]):
+        create_provider(provider, "m", options=options, env=env)
+    check_options(provider, "m", {"timeout": 5} if provider != "scripted" else {"script": "s"})
+    check_options("from-an-extension", "m", {"anything": True})  # its own to check

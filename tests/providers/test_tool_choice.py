@@ -13,7 +13,7 @@ from wire.openai_server import OpenAIServer
 from wire.openai_server import stream as openai_stream
 
 from assembler import load_manifest
-from assembler.agent.build import choose_model
+from assembler.agent.model_choice import choose_model
 from assembler.errors import ManifestError, ProviderError
 from assembler.messages import (
     AssistantMessage,

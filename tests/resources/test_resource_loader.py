@@ -271,9 +271,18 @@ def test_a_missing_default_agents_md_is_silent_but_a_declared_file_warns(tmp_pat
     declared = project_with(tmp_path / "b", "context_files: [AGENTS.md, NOTES.md]\n")
     snapshot = ResourceLoader(declared).reload()
     assert [f.path for f in snapshot.context_files] == ["AGENTS.md"]
-    assert snapshot.diagnostics == (
-        Issue("NOTES.md", 0, 0, "warning", "context file not found in the workspace"),
+    (issue,) = snapshot.diagnostics
+    # where the manifest declares it, in the words of `validate` (the CLI shows it once)
+    assert issue == Issue(
+        str(declared.path),
+        issue.line,
+        28,  # the column of `NOTES.md`
+        "warning",
+        "context file NOTES.md not found in the workspace",
+        "context_files[1]",
     )
+    line = declared.path.read_text().splitlines()[issue.line - 1]
+    assert line.startswith("context_files: [AGENTS.md, NOTES.md]")
 
 
 def test_a_context_file_outside_the_workspace_is_skipped(tmp_path: Path) -> None:
@@ -281,7 +290,7 @@ def test_a_context_file_outside_the_workspace_is_skipped(tmp_path: Path) -> None
     (tmp_path / "project" / "secret.md").write_text("secret\n", "utf-8")
     snapshot = ResourceLoader(manifest).reload()
     assert snapshot.context_files == ()
-    assert messages(snapshot) == ["context file is outside the workspace; skipped"]
+    assert messages(snapshot) == ["context file ../secret.md is outside the workspace; skipped"]
 
 
 # -- skills --------------------------------------------------------------------------

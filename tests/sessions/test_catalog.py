@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,22 @@ def test_a_tree_thousands_of_entries_deep_is_built(tmp_path: Path) -> None:
         (node,) = node.children
         depth += 1
     assert depth == 1499 and node.entry.payload == {"n": 1499}
+
+
+def test_a_fork_sorts_and_shows_its_own_start(tmp_path: Path) -> None:
+    """The entries a fork copies keep their times; the fork itself is newer than all of
+    them, so it lists first and does not look as if it ended before it started."""
+    store = SessionStore(tmp_path)
+    original = store.create("alpha", None, "m")
+    first = original.append("message", user("one"))
+    original.append("message", user("two"))
+    time.sleep(0.01)  # times have milliseconds: the fork is made in a later one
+    forked = original.fork(first.id)
+    summaries = {s.id: s for s in list_sessions([tmp_path])}
+    fork_summary = summaries[forked.id]
+    assert fork_summary.started == forked.header["created"]
+    assert fork_summary.last_activity == fork_summary.started  # not the copied entry's time
+    assert fork_summary.last_activity > summaries[original.id].last_activity
+    assert list_sessions([tmp_path])[0].id == forked.id
+    after = forked.append("message", user("three"))
+    assert list_sessions([tmp_path])[0].last_activity == after.time

@@ -160,19 +160,36 @@ def test_a_run_is_one_invoke_agent_span_with_chat_and_execute_tool_children(
     assert tool.end_time <= chats[1].start_time
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false"},
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"},  # no span content
+        {"ASSEMBLER_OTEL_CONTENT": "yes"},  # the alias is `1` only, as it always was
+    ],
+)
 def test_no_content_is_recorded_unless_asked(
-    tmp_path: Path, exporter: InMemorySpanExporter
+    tmp_path: Path, exporter: InMemorySpanExporter, env: dict[str, str]
 ) -> None:
-    run(project(tmp_path), tmp_path)
+    run(project(tmp_path), tmp_path, env=env)
     recorded = json.dumps([attrs(s) for s in exporter.get_finished_spans()])
     for secret in ("hello", "notes.txt", "What do the notes say", "You read notes"):
         assert secret not in recorded
 
 
-def test_content_is_recorded_with_assembler_otel_content(
-    tmp_path: Path, exporter: InMemorySpanExporter
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+        {"ASSEMBLER_OTEL_CONTENT": "1"},  # the earlier switch, kept as an alias
+    ],
+)
+def test_content_is_recorded_with_the_standard_switch_or_its_alias(
+    tmp_path: Path, exporter: InMemorySpanExporter, env: dict[str, str]
 ) -> None:
-    run(project(tmp_path), tmp_path, env={"ASSEMBLER_OTEL_CONTENT": "1"})
+    run(project(tmp_path), tmp_path, env=env)
     spans = by_name(exporter)
     agent = attrs(spans["invoke_agent notes-reader"][0])
     assert json.loads(agent["gen_ai.input.messages"]) == [

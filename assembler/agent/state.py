@@ -1,0 +1,59 @@
+"""`AgentState`: what a front end shows of an agent, read in one call.
+
+The terminal's `/session` and banner, RPC's `state` and `messages`, ACP's session
+replay and a parent naming the entry of a delegation all read the same snapshot,
+through `Agent.state()`, instead of each reaching into the runner's attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assembler.messages import Message, Usage
+
+if TYPE_CHECKING:
+    from assembler.sessions.store import Session
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """An agent at one moment; a copy, so a front end may keep it while the run goes on."""
+
+    name: str
+    model: str
+    """The provider's `provider:name`, as banners show it."""
+    endpoint: str
+    """Where requests go (a manifest's `base_url` as written); empty for the provider's own."""
+    workspace: Path
+    session: Session | None
+    streaming: bool
+    steers: tuple[str, ...]
+    """Steers not delivered yet, in order."""
+    follow_ups: tuple[str, ...]
+    usage: Usage
+    """Tokens used since the agent was built, every request included."""
+    context_tokens: int
+    """Input tokens of the latest response: how full the context window is (0 after a
+    compaction, or before the first response)."""
+    context_window: int | None
+    permission_mode: str | None
+    """None when the agent has no permission rules."""
+    permission_default: str | None
+    messages: tuple[Message, ...]
+    """The conversation the next request continues."""
+    entry_ids: tuple[str | None, ...] | None
+    """The session entry of each message (None for one the file does not hold, such as
+    an "interrupted" result); None as a whole when the agent records no session."""
+
+    @property
+    def parent_session(self) -> str | None:
+        """The session this one was forked from, if it is a fork."""
+        value = self.session.header.get("parent_session") if self.session is not None else None
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def forked_from(self) -> str | None:
+        value = self.session.header.get("forked_from") if self.session is not None else None
+        return value if isinstance(value, str) and value else None
