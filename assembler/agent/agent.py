@@ -8,18 +8,19 @@ replaces all three together, never one alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
+from assembler.agent.prompt_record import prompt_payload, section_sources
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
-from assembler.messages import Message, Usage
+from assembler.messages import Message, ToolSchema, Usage
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
@@ -272,8 +273,20 @@ class Agent:
         self.session = restored.session
         self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
-        self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
+        self.runner.recorder = SessionRecorder(
+            restored.session, restored.entry_ids, describe=self._describe_prompt
+        )
         self.runner.context_tokens = 0
+
+    def _describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """The session's `prompt` entry for this request (`agent.prompt_record`)."""
+        parts = self.parts
+        sources = section_sources(
+            self.manifest, parts.snapshot, parts.registry, parts.prompt.last_memory
+        )
+        return prompt_payload(
+            system, tools, parts.prompt.last, sources, dict(parts.registry.sources())
+        )
 
     def fork(self, entry_id: str) -> Session:
         """A new session whose history is this one's up to `entry_id`; the agent goes on

@@ -35,6 +35,8 @@ _COMMANDS = {
     "memory": ("assembler.cli.memory", "memory"),
     "eval": ("assembler.cli.eval", "eval_command"),
     "sessions": ("assembler.cli.sessions", "sessions"),
+    "view": ("assembler.cli.view", "view"),
+    "report": ("assembler.cli.report_cmd", "report"),
 }
 
 _HELP = {
@@ -50,6 +52,8 @@ _HELP = {
     "memory": "List, show, add, remove and consolidate memory records.",
     "eval": "Run an agent over an eval file's tasks and report pass rates.",
     "sessions": "List recorded sessions and show their transcripts.",
+    "view": "Look at sessions and eval results in a browser (local, read-only).",
+    "report": "Write a session or eval results as one self-contained HTML file.",
 }
 
 

@@ -368,6 +368,8 @@ class AgentRunner(ToolCalls):
             tools=self.parts.registry.schemas(),
             settings=self.settings,
         )
+        if self.recorder is not None:
+            self.recorder.request(system, request.tools)
         done = None
         async for event in self.provider.stream(request):
             if isinstance(event, ResponseDone):
