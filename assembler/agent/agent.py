@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
-from assembler.agent.prompt_record import prompt_payload, section_sources
+from assembler.agent.prompt_record import prompt_payload, section_sources, settings_record
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
@@ -128,6 +129,14 @@ class Agent:
         """The system prompt the next model request would carry."""
         return self.runner.current_system_prompt()
 
+    def prompt_sections(self, system: str) -> tuple[tuple[str, str], ...] | None:
+        """The sections of `system` (name and body, as `render` splits it) when it is
+        the prompt this agent rendered last; None for any other text."""
+        last = self.parts.prompt.last
+        if last is None or last.text != system:
+            return None
+        return tuple((section.name, section.text) for section in last.sections)
+
     def reload(self) -> ResourceSnapshot:
         """Re-read resources and rebuild tools and prompt from the new snapshot, together."""
         snapshot = self.loader.reload()
@@ -161,26 +170,29 @@ class Agent:
         if self.session is not None:
             self.session.append_run_start(prompt)
         start_usage = self.runner.usage
-        async for event in self.runner.run(prompt, max_turns=max_turns):
-            if isinstance(event, TurnEnd | RunEnd):
-                for issue in (
-                    *self.assembly.poll(),
-                    *self.parts.extension_hooks.take_diagnostics(),
-                ):
-                    yield Diagnostic(issue.message, issue.severity)
-            if isinstance(event, RunEnd):
-                end = replace(
-                    event,
-                    usage=_difference(self.runner.usage, start_usage),
-                    session_id=self.session.id if self.session is not None else "",
-                )
-                if self.session is not None:
-                    self.session.append_run_end(end.to_dict(), await self._workspace_end())
-                yield end
-            else:
-                if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
-                    self._touched.note(event.call.name, event.call.arguments)
-                yield event
+        # closed with this stream: a caller that stops reading (a replay stopping where
+        # its session stopped) leaves no run half alive until garbage collection
+        async with aclosing(self.runner.run(prompt, max_turns=max_turns)) as events:
+            async for event in events:
+                if isinstance(event, TurnEnd | RunEnd):
+                    for issue in (
+                        *self.assembly.poll(),
+                        *self.parts.extension_hooks.take_diagnostics(),
+                    ):
+                        yield Diagnostic(issue.message, issue.severity)
+                if isinstance(event, RunEnd):
+                    end = replace(
+                        event,
+                        usage=_difference(self.runner.usage, start_usage),
+                        session_id=self.session.id if self.session is not None else "",
+                    )
+                    if self.session is not None:
+                        self.session.append_run_end(end.to_dict(), await self._workspace_end())
+                    yield end
+                else:
+                    if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
+                        self._touched.note(event.call.name, event.call.arguments)
+                    yield event
 
     async def prompt(self, prompt: str, *, max_turns: int | None = None) -> RunResult:
         """Run `prompt` to the end and return the final answer."""
@@ -284,9 +296,11 @@ class Agent:
         sources = section_sources(
             self.manifest, parts.snapshot, parts.registry, parts.prompt.last_memory
         )
-        return prompt_payload(
+        payload = prompt_payload(
             system, tools, parts.prompt.last, sources, dict(parts.registry.sources())
         )
+        payload["settings"] = settings_record(self.runner.settings)
+        return payload
 
     def fork(self, entry_id: str) -> Session:
         """A new session whose history is this one's up to `entry_id`; the agent goes on

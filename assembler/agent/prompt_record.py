@@ -16,8 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from assembler.frozen import thaw
 from assembler.manifest.model import Manifest
-from assembler.messages import ToolSchema
+from assembler.messages import ForcedTool, ModelSettings, ToolSchema
 from assembler.prompt.renderer import RenderedPrompt
 from assembler.resources.loader import ResourceSnapshot
 from assembler.tools.registry import ToolRegistry
@@ -98,4 +99,16 @@ def prompt_payload(
             }
             for tool in tools
         ],
+    }
+
+
+def settings_record(settings: ModelSettings) -> dict[str, Any]:
+    """The model settings a request carries (`tool_choice`, `temperature`, `max_tokens`,
+    `extra`), as the `prompt` entry's `settings`: a replay compares them too."""
+    choice = settings.tool_choice
+    return {
+        "tool_choice": {"tool": choice.name} if isinstance(choice, ForcedTool) else choice,
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        "extra": thaw(settings.extra) if settings.extra else {},
     }

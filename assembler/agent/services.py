@@ -94,7 +94,6 @@ def create_session(
 ) -> Session:
     # Imported here to keep `render` and `validate` start-up free of the session store.
     from assembler.sessions.store import SessionStore
-
     from assembler.sessions.workspace_record import record_start
 
     label = choice.label if choice is not None else (provider.name if provider else "")

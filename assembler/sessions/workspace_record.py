@@ -90,10 +90,7 @@ def _git(workspace: Path, *args: str, limit: int | None = None) -> tuple[bytes, 
 def _in_work_tree(workspace: Path) -> bool:
     """Whether a `.git` is in `workspace` or above it (checked before starting git,
     so a workspace outside any repository costs no process)."""
-    for folder in (workspace, *workspace.parents):
-        if (folder / ".git").exists():
-            return True
-    return False
+    return any((folder / ".git").exists() for folder in (workspace, *workspace.parents))
 
 
 def _names(output: bytes) -> list[str]:
