@@ -8,7 +8,7 @@ replaces all three together, never one alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -159,7 +159,9 @@ class Agent:
         await self.assembly.connect_mcp(self.parts)
         await self.parts.extension_hooks.session_start()
 
-    async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run `prompt`, yielding events as they happen; the session file records
         each message as soon as it is part of the conversation."""
         await self.start()

@@ -51,7 +51,7 @@ _HELP = {
     "trace": "Show the audit trace of a run.",
     "memory": "List, show, add, remove and consolidate memory records.",
     "eval": "Run an agent over an eval file's tasks and report pass rates.",
-    "sessions": "List recorded sessions and show their transcripts.",
+    "sessions": "List recorded sessions, show their transcripts, turn one into a test.",
     "view": "Look at sessions and eval results in a browser (local, read-only).",
     "report": "Write a session or eval results as one self-contained HTML file.",
 }

@@ -21,6 +21,7 @@ sub-agents (and theirs, as they are built) at them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -227,6 +228,9 @@ class ReplayProvider:
     def _normalizer(self, tree: ReplayTree) -> Normalizer:
         if self._normalize is None:
             actual = {path: placeholder for placeholder, path in self.places.items() if path}
+            actual.update(
+                {os.path.realpath(path): placeholder for path, placeholder in list(actual.items())}
+            )
             self._normalize = Normalizer(actual, tree.expected.rules, self.scrubber)
         return self._normalize
 

@@ -62,6 +62,8 @@ def git(cwd: Path, *args: str, data: bytes | None = None, ceiling: Path | None =
 def repository_root(place: Path) -> Path:
     """The top of the git work tree `place` is in."""
     folder = place if place.is_dir() else place.parent
+    while not folder.is_dir() and folder != folder.parent:  # an --out not written yet
+        folder = folder.parent
     try:
         top = git(folder, "rev-parse", "--show-toplevel")
     except ConversionError as e:
