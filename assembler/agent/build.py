@@ -29,6 +29,7 @@ from assembler.agent.model_choice import (
     check_model,
     create_model_provider,
     is_builtin_provider,
+    manifest_settings,
     shown_endpoint,
 )
 from assembler.agent.options import BuildChanges, BuildOptions
@@ -149,7 +150,7 @@ def build_agent(
             ),
             read_roots=skill_directories(manifest, flags, snapshot),
         ),
-        settings=choice.settings if choice is not None else None,
+        settings=choice.settings if choice is not None else manifest_settings(manifest),
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
