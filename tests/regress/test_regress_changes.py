@@ -68,6 +68,16 @@ def start_file(
     start_change(root, edit(relative, old, new))
 
 
+def extension(name: str, source: str) -> Change:
+    """An extension file, and the manifest loading it first."""
+
+    def change(root: Path) -> None:
+        write(f"agents/extensions/{name}.py", source)(root)
+        manifest("extensions:\n", f"extensions:\n  - path: extensions/{name}.py\n")(root)
+
+    return change
+
+
 def memory_record(root: Path) -> None:
     def add(root: Path) -> None:
         store = MemoryStore.open(root / "examples" / "shipping" / ".assembler" / "memory")
@@ -180,24 +190,12 @@ CHANGES: dict[str, tuple[Change, str]] = {
         "turn 1: section `skills` changed: - `Read a skill's file before you follow it.`",
     ),
     "an extension that rewrites results": (
-        lambda root: (
-            (
-                write("agents/extensions/shout.py", REWRITER)(root),
-                manifest("extensions:\n", "extensions:\n  - path: extensions/shout.py\n")(root),
-            )
-            and None
-        ),
+        extension("shout", REWRITER),
         "turn 3: tool `read` result differs (workspace file `shipping/fees.py`): "
         '- `"""Shipping fees for parcels, in euro cents."""`',
     ),
     "an extension that blocks a call": (
-        lambda root: (
-            (
-                write("agents/extensions/no_bash.py", BLOCKER)(root),
-                manifest("extensions:\n", "extensions:\n  - path: extensions/no_bash.py\n")(root),
-            )
-            and None
-        ),
+        extension("no_bash", BLOCKER),
         "turn 2: extension `no_bash` now blocks call 1 (`bash`)",
     ),
     "an extension's options": (
