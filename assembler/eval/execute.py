@@ -41,7 +41,7 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
-from assembler.regress.drive import drive
+from assembler.regress.drive import drive, ends_interrupted
 from assembler.regress.replay import install
 from assembler.runner.events import (
     Event,
@@ -137,7 +137,9 @@ class _Run:
                 error = end.message or "the run failed"
             status = "error"
             if not error and end is not None:
-                completed = end.reason == "completed"
+                completed = end.reason == "completed" or (
+                    end.reason == "cancelled" and ends_interrupted(self.request.task.messages)
+                )
                 passed = completed and all(c.passed for c in self.checks)
                 status = "passed" if passed else "failed"
         last = self.observed.end

@@ -166,10 +166,7 @@ def _add_replay(
 
     def child_name(entry: Mapping[str, Any], number: int) -> tuple[str, str]:
         stem = f"{name}.{_slug(str(entry.get('tool', 'agent')))}-{number}"
-        return (
-            _rel(folder / f"{stem}.script.yaml", base),
-            _rel(folder / f"{stem}.expected.json", base),
-        )
+        return f"{stem}.script.yaml", f"{stem}.expected.json"  # beside the expected file
 
     files = replay_files(
         recording,
@@ -230,7 +227,10 @@ def _inputs(recording: Recording, model_side: Normalizer) -> dict[str, Any]:
         if item.kind == "prompt":
             messages.append({"prompt": model_side(item.text)})
         elif item.kind == "steer":
-            messages.append({"steer": model_side(item.text), "after_turn": item.after_turn})
+            steer: dict[str, Any] = {"steer": model_side(item.text), "after_turn": item.after_turn}
+            if item.before_tools:
+                steer["before_tools"] = True
+            messages.append(steer)
         elif item.kind == "follow_up":
             messages.append({"follow_up": model_side(item.text)})
         elif item.kind == "compact":

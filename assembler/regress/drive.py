@@ -3,7 +3,9 @@ after it (`TaskSpec.messages`), in the order the session recorded.
 
 * `prompt`: a new run, once the previous one ended;
 * `steer` with `after_turn`: queued when turn `after_turn` of the run ends (0: with
-  the prompt), so the runner delivers it before the next request, as it did;
+  the prompt), so the runner delivers it before the next request, as it did; with
+  `before_tools`, queued as that turn's calls are proposed (the recorded steer came
+  before they started, and they were skipped for it);
 * `follow_up`: queued when the run starts; the runner delivers one each time the run
   would otherwise end, which is where a recorded follow-up was delivered;
 * `compact`: the conversation compacted once the run ended (`/compact`);
@@ -29,6 +31,16 @@ from assembler.sessions.store import Session
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
 
+STOPPED = "stopped where the recorded run stopped"
+"""The message of the `cancelled` end a replayed interrupt yields."""
+
+
+def ends_interrupted(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """The task's last run stops where a recorded one was cut off (so `cancelled` is
+    its expected end, not a failure)."""
+    runs = [m for m in messages if "prompt" in m or "interrupt" in m]
+    return bool(runs) and "interrupt" in runs[-1]
+
 
 @dataclass
 class RunPlan:
@@ -36,6 +48,8 @@ class RunPlan:
 
     prompt: str
     steers: dict[int, list[str]] = field(default_factory=dict)
+    early: dict[int, list[str]] = field(default_factory=dict)
+    """Steers queued when the turn's calls are proposed, before they start."""
     follow_ups: list[str] = field(default_factory=list)
     interrupt: tuple[int, bool] | None = None
     """(after_turn, tools_ran) where the recorded run stopped."""
@@ -51,7 +65,8 @@ def plan_runs(prompt: str, messages: Sequence[Mapping[str, Any]]) -> list[RunPla
             plans.append(RunPlan(str(message["prompt"])))
         elif "steer" in message:
             turn = int(message.get("after_turn", 0))
-            current.steers.setdefault(turn, []).append(str(message["steer"]))
+            queue = current.early if message.get("before_tools") else current.steers
+            queue.setdefault(turn, []).append(str(message["steer"]))
         elif "follow_up" in message:
             current.follow_ups.append(str(message["follow_up"]))
         elif "compact" in message:
@@ -79,12 +94,17 @@ async def drive(
             agent.steer(text)
         for text in plan.follow_ups:
             agent.follow_up(text)
-        turn = 0
+        turn, proposed = 0, False
         async with aclosing(agent.stream(plan.prompt, max_turns=max_turns)) as events:
             async for event in events:
                 yield event
                 if isinstance(event, TurnStart):
                     turn = event.turn
+                    proposed = False
+                elif isinstance(event, ToolCallProposed) and not proposed:
+                    proposed = True
+                    for text in plan.early.get(turn, ()):
+                        agent.steer(text)
                 elif isinstance(event, TurnEnd):
                     for text in plan.steers.get(event.turn, ()):
                         agent.steer(text)
@@ -94,6 +114,8 @@ async def drive(
                     break
         if plan.interrupt is not None and ended is None:
             _resume(agent)
+            ended = RunEnd("cancelled", turns=turn, message=STOPPED)
+            yield ended
         if stop_on_error and ended is not None and ended.reason == "error":
             return
         for instructions in plan.compactions:

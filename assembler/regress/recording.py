@@ -17,6 +17,7 @@ from typing import Any
 
 from assembler.errors import ConversionError, SessionError
 from assembler.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from assembler.runner.calls import SKIPPED_FOR_STEER
 from assembler.runner.compaction import summary_message
 from assembler.sessions.codec import message_from_dict
 from assembler.sessions.context import INTERRUPTED
@@ -49,6 +50,8 @@ class Input:
     text: str = ""
     after_turn: int = 0
     tools_ran: bool = False
+    before_tools: bool = False
+    """A steer that came before its turn's calls started (they were skipped for it)."""
 
 
 @dataclass
@@ -191,7 +194,12 @@ class _Reader:
         if isinstance(previous, AssistantMessage) and not previous.tool_calls:
             self.recording.inputs.append(Input("follow_up", text))
         else:
-            self.recording.inputs.append(Input("steer", text, after_turn=self.turn))
+            skipped = (
+                isinstance(previous, ToolResultMessage) and previous.content == SKIPPED_FOR_STEER
+            )
+            self.recording.inputs.append(
+                Input("steer", text, after_turn=self.turn, before_tools=skipped)
+            )
 
     def compaction(self, entry: Entry) -> None:
         summary = entry.payload.get("summary")

@@ -183,3 +183,9 @@ def failure(record_: RunRecord) -> str:
         if check.kind == "replay":
             return check.evidence
     return record_.first_failure()
+
+
+def edit_file(path: Path, old: str, new: str) -> None:
+    text_ = path.read_text("utf-8")
+    assert old in text_, f"{old!r} is not in {path}"
+    path.write_text(text_.replace(old, new, 1), "utf-8")
