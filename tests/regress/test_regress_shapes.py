@@ -57,7 +57,7 @@ def test_a_session_with_a_sub_agent_replays_the_child_from_its_own_session(
     run = replay_one(eval_file)
     assert run.status == "failed"
     assert failure(run).startswith(
-        "sub-agent `reviewer`, turn 1: section `identity` changed: - `You review Python code."
+        "sub-agent `fixer/reviewer`, turn 1: section `identity` changed: - `You review Python code."
     ), failure(run)
 
 
