@@ -292,6 +292,12 @@ class Agent:
         )
         self.runner.context_tokens = 0
 
+    def describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """What a request tells the model, by section with each one's sources and
+        template, and the tool schemas with theirs: the session's `prompt` entry
+        (`agent.prompt_record`); a replay names the source of what changed from it."""
+        return self._describe_prompt(system, tools)
+
     def _describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
         """The session's `prompt` entry for this request (`agent.prompt_record`)."""
         parts = self.parts

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from assembler.agent.prompt_record import settings_record
@@ -76,6 +76,50 @@ def compare_request(
         if name not in have
     )
     return [Divergence(step.label, what) for what in found]
+
+
+SECTION = re.compile(r"^section `(?P<name>[^`]+)` (?:changed|added)")
+TOOL = re.compile(r"^tool schema `(?P<name>[^`]+)` (?:changed|added)")
+TOOL_LINE = re.compile(r"^[+-] `- (?P<name>[A-Za-z0-9_.-]+):")
+
+
+def with_sources(found: list[Divergence], described: Mapping[str, Any]) -> list[Divergence]:
+    """Each divergence in the prompt or a tool schema with where that part comes from
+    now (`agent.prompt_record`: the manifest line, the template, the tool's source)."""
+    sections = {
+        str(s.get("name")): s for s in described.get("sections", ()) if isinstance(s, Mapping)
+    }
+    tools = {
+        str(t.get("name")): str(t.get("source") or "")
+        for t in described.get("tools", ())
+        if isinstance(t, Mapping)
+    }
+    located = []
+    for divergence in found:
+        where = _source(divergence.what, sections, tools)
+        located.append(
+            replace(divergence, what=f"{divergence.what} [{where}]") if where else divergence
+        )
+    return located
+
+
+def _source(what: str, sections: Mapping[str, Any], tools: Mapping[str, str]) -> str:
+    section = SECTION.match(what)
+    if section is not None:
+        record = sections.get(section.group("name"), {})
+        change = what.split(": ", 1)[1] if ": " in what else ""
+        tool = TOOL_LINE.match(change)
+        if section.group("name") == "tools" and tool and tools.get(tool.group("name")):
+            return f"from {tools[tool.group('name')]}"
+        parts = [str(source) for source in record.get("sources", ())][:2]
+        template = str(record.get("template") or "")
+        if template and not template.startswith("default "):
+            parts.append(f"template {template}")
+        return ("from " + "; ".join(parts)) if parts else ""
+    tool = TOOL.match(what)
+    if tool is not None and tools.get(tool.group("name")):
+        return f"from {tools[tool.group('name')]}"
+    return ""
 
 
 def _sections(

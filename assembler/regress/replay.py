@@ -33,11 +33,12 @@ from assembler.messages import (
     ModelRequest,
     StreamEvent,
     ToolCall,
+    ToolSchema,
     UserMessage,
 )
 from assembler.providers.script_file import ScriptStep, load_script
 from assembler.providers.scripted import stream_reply
-from assembler.regress.diagnose import Divergence, compare_request
+from assembler.regress.diagnose import Divergence, compare_request, with_sources
 from assembler.regress.expected import ChildLink, Expected, load_expected
 from assembler.regress.scrub import Scrubber
 from assembler.regress.texts import Normalizer
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from assembler.agent.agent import Agent
 
 Sections = Callable[[str], Sequence[tuple[str, str]] | None]
+Describe = Callable[[str, Sequence[ToolSchema]], Mapping[str, Any]]
 MODES = ("strict", "outcome")
 
 
@@ -144,6 +146,7 @@ class ReplayProvider:
         self._used = 0
         self._overflowed: set[int] = set()
         self.sections: Sections | None = None
+        self.describe: Describe | None = None
         self._normalize: Normalizer | None = None
 
     @property
@@ -154,9 +157,11 @@ class ReplayProvider:
     def tree(self) -> ReplayTree | None:
         return self._tree
 
-    def bind(self, sections: Sections) -> None:
-        """How to split a system prompt the agent rendered into its sections."""
+    def bind(self, sections: Sections, describe: Describe | None = None) -> None:
+        """How to split a system prompt the agent rendered into its sections, and
+        where each section and tool schema comes from now (to name it)."""
         self.sections = sections
+        self.describe = describe
 
     async def aclose(self) -> None:
         return None
@@ -187,6 +192,8 @@ class ReplayProvider:
             prompt = tree.expected.prompts[step.prompt] if step.prompt is not None else None
             sections = self.sections(request.system) if self.sections is not None else None
             found = compare_request(step, prompt, request, sections, self._normalizer(tree))
+            if found and self.describe is not None and sections is not None:
+                found = with_sources(found, self.describe(request.system, request.tools))
         if found:
             self._diverge(tree, found, stop=self.diagnosis.mode == "strict")
         self._used += 1
@@ -274,7 +281,7 @@ def _raw(call: ToolCall) -> ToolCall:
 def install(agent: Agent, provider: ReplayProvider) -> None:
     """Compare `agent`'s requests through `provider`, and give each sub-agent it builds
     (and each of theirs) the replay of the session the recorded call started."""
-    provider.bind(agent.prompt_sections)
+    provider.bind(agent.prompt_sections, agent.describe_prompt)
     for subagent in agent.subagents:
         subagent.model = _child_factory(provider, subagent.path, subagent.name)
     team = agent.team
