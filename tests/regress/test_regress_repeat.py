@@ -47,15 +47,14 @@ class SocketWatch:
 
 
 _WATCH = SocketWatch()
-_HOOKED = False
+_HOOKED: list[SocketWatch] = []
 
 
 @pytest.fixture
 def sockets() -> Iterator[SocketWatch]:
-    global _HOOKED
     if not _HOOKED:  # an audit hook cannot be removed: one per process, switched on here
         sys.addaudithook(_WATCH)
-        _HOOKED = True
+        _HOOKED.append(_WATCH)
     _WATCH.seen.clear()
     _WATCH.active = True
     try:
