@@ -193,11 +193,15 @@ def record_start(workspace: Path, *, limit: int = START_LIMIT) -> dict[str, Any]
         start["complete"] = False
         start["reason"] = (
             f"the changes on top of commit {commit[:12]} (diff and untracked files) are over "
-            f"the {limit // 1024} KiB a session records"
+            f"the {_size(limit)} a session records"
         )
     else:
         start["diff"] = diff.decode("utf-8", "surrogateescape")
     return start
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 1024} KiB" if limit >= 1024 else f"{limit} bytes"
 
 
 def _not_rebuildable(reason: str) -> dict[str, Any]:
