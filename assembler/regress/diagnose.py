@@ -53,21 +53,43 @@ class Divergence:
         return f"{where}{self.step}: {self.what}"
 
 
+PromptCheck = Callable[[PromptRecord, ModelRequest], list[str]]
+
+
+def compare_prompt(
+    prompt: PromptRecord,
+    request: ModelRequest,
+    sections: Sequence[tuple[str, str]] | None,
+    normalize: Normalize,
+) -> list[str]:
+    """The differences before the conversation: sections, tool schemas, settings.
+    The same for every turn that sends the same prompt (`ReplayProvider` keeps it)."""
+    found: list[str] = []
+    if sections is not None:
+        found.extend(_sections(prompt, sections, normalize))
+    found.extend(_tools(prompt, request, normalize))
+    if prompt.settings is not None:
+        found.extend(_settings(prompt.settings, settings_record(request.settings)))
+    return found
+
+
 def compare_request(
     step: StepRecord,
     prompt: PromptRecord | None,
     request: ModelRequest,
     sections: Sequence[tuple[str, str]] | None,
     normalize: Normalize,
+    *,
+    check_prompt: PromptCheck | None = None,
 ) -> list[Divergence]:
-    """Every difference between `request` and the recorded `step`, in reading order."""
+    """Every difference between `request` and the recorded `step`, in reading order;
+    `check_prompt` compares the prompt (default: `compare_prompt`, every time)."""
     found: list[str] = []
-    if prompt is not None and sections is not None:
-        found.extend(_sections(prompt, sections, normalize))
     if prompt is not None:
-        found.extend(_tools(prompt, request, normalize))
-        if prompt.settings is not None:
-            found.extend(_settings(prompt.settings, settings_record(request.settings)))
+        if check_prompt is not None:
+            found.extend(check_prompt(prompt, request))
+        else:
+            found.extend(compare_prompt(prompt, request, sections, normalize))
     found.extend(_messages(step, request, normalize))
     have = {tool.name for tool in request.tools}
     found.extend(

@@ -38,8 +38,13 @@ from assembler.messages import (
 )
 from assembler.providers.script_file import ScriptStep, load_script
 from assembler.providers.scripted import stream_reply
-from assembler.regress.diagnose import Divergence, compare_request, with_sources
-from assembler.regress.expected import ChildLink, Expected, load_expected
+from assembler.regress.diagnose import (
+    Divergence,
+    compare_prompt,
+    compare_request,
+    with_sources,
+)
+from assembler.regress.expected import ChildLink, Expected, PromptRecord, load_expected
 from assembler.regress.scrub import Scrubber
 from assembler.regress.texts import Normalizer
 from assembler.runner.compaction import SUMMARY_SYSTEM_PROMPT
@@ -147,6 +152,7 @@ class ReplayProvider:
         self._overflowed: set[int] = set()
         self.sections: Sections | None = None
         self.describe: Describe | None = None
+        self._prompts: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[str]]] = {}
         self._normalize: Normalizer | None = None
 
     @property
@@ -191,7 +197,14 @@ class ReplayProvider:
         elif step.kind == "turn":
             prompt = tree.expected.prompts[step.prompt] if step.prompt is not None else None
             sections = self.sections(request.system) if self.sections is not None else None
-            found = compare_request(step, prompt, request, sections, self._normalizer(tree))
+            normalize = self._normalizer(tree)
+
+            def check_prompt(record: PromptRecord, request: ModelRequest) -> list[str]:
+                return self._compare_prompt(record, request, sections, normalize)
+
+            found = compare_request(
+                step, prompt, request, sections, normalize, check_prompt=check_prompt
+            )
             if found and self.describe is not None and sections is not None:
                 found = with_sources(found, self.describe(request.system, request.tools))
         if found:
@@ -203,6 +216,29 @@ class ReplayProvider:
             self._placed(reply.message), reply.usage, reply_number=self._used
         ):
             yield event
+
+    def _compare_prompt(
+        self,
+        record: PromptRecord,
+        request: ModelRequest,
+        sections: Sequence[tuple[str, str]] | None,
+        normalize: Normalizer,
+    ) -> list[str]:
+        """`compare_prompt`, once per prompt, system text and tool list: the turns of
+        a run send the same ones, and comparing them is most of a turn's cost."""
+        # the registry makes new schemas each request, around the same parameters
+        kept = (record, request.settings, *(tool.parameters for tool in request.tools))
+        key = (
+            request.system,
+            *map(id, kept),
+            *((tool.name, tool.description) for tool in request.tools),
+        )
+        known = self._prompts.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], kept, strict=True)):
+            return known[1]
+        found = compare_prompt(record, request, sections, normalize)
+        self._prompts[key] = (kept, found)  # kept alive, so their ids stay theirs
+        return found
 
     def _resolve(self, request: ModelRequest) -> ReplayTree:
         if self._tree is not None:
