@@ -37,7 +37,7 @@ from assembler.regress.scrub import Scrubber, manifest_variables, scrubber_for
 from assembler.regress.start import check_start
 from assembler.regress.task_checks import derived_checks
 from assembler.regress.texts import Normalizer, default_rules, places_for
-from assembler.regress.yaml_out import dump_json, dump_yaml
+from assembler.regress.yaml_out import dump_json, dump_steps, dump_yaml
 from assembler.validation.validator import validate_file
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -179,7 +179,7 @@ def _add_replay(
     conversion.files[folder / f"{name}.script.yaml"] = (
         f"# The model's side of session {recording.header.get('id')}, replayed by the eval task"
         f" `{task_id}`.\n# `{{workspace}}` stands for the task's workspace.\n"
-        + dump_yaml(files.script)
+        + dump_steps(files.script)
     )
     conversion.files[folder / f"{name}.expected.json"] = dump_json(files.expected.to_dict())
     for entry, link in files.children:

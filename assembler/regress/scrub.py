@@ -54,6 +54,21 @@ _KEEPING: Final = (
         r"(?P<secret>[A-Za-z0-9_+/=.-]{8,})\1",
     ),
 )
+# Literal parts that every match of a shape, and of a kept secret, contains: a text
+# with none of them is skipped without running the expressions (most tool output).
+_SHAPE_MARKS: Final = (
+    "PRIVATE KEY", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+    "xox", "_live_", "_test_", "AIza", "AKIA", "ASIA", "eyJ",
+)  # fmt: skip
+_KEPT_MARKS: Final = (
+    ("bearer",),
+    ("://",),
+    ("password", "passwd", "pwd", "secret", "api", "key", "token"),
+)
+_SHAPE_MARK: Final = re.compile("|".join(map(re.escape, _SHAPE_MARKS)))
+_KEPT_MARK: Final = tuple(
+    re.compile("(?i)" + "|".join(map(re.escape, marks))) for marks in _KEPT_MARKS
+)
 _SHAPES: Final = re.compile(
     "|".join(f"(?P<p{index}>{pattern})" for index, (_, pattern) in enumerate(_PATTERNS))
 )
@@ -91,9 +106,11 @@ class Scrubber:
         """`text` with every secret replaced; counted."""
         if self._value_pattern is not None:
             text = self._value_pattern.sub(self._by_value, text)
-        text = _SHAPES.sub(self._shaped, text)
-        for kind, pattern in _KEPT:
-            text = pattern.sub(partial(self._keeping, kind=kind), text)
+        if _SHAPE_MARK.search(text):
+            text = _SHAPES.sub(self._shaped, text)
+        for (kind, pattern), mark in zip(_KEPT, _KEPT_MARK, strict=True):
+            if mark.search(text):
+                text = pattern.sub(partial(self._keeping, kind=kind), text)
         return text
 
     def data(self, value: Any) -> Any:
