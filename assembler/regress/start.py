@@ -27,21 +27,29 @@ from pathlib import Path
 from typing import Any, Final
 
 from assembler.errors import ConversionError
+from assembler.sessions.workspace_record import no_filters
 from assembler.tools.environment import base_environment
 
 GIT_TIMEOUT: Final = 60.0
 _FLAGS: Final = ("-c", "core.fsmonitor=false", "-c", "core.quotepath=off")
 
 
-def git(cwd: Path, *args: str, data: bytes | None = None, ceiling: Path | None = None) -> bytes:
-    """Run git; its output, or a `ConversionError` with its last error line."""
+def git(
+    cwd: Path,
+    *args: str,
+    data: bytes | None = None,
+    ceiling: Path | None = None,
+    flags: tuple[str, ...] = (),
+) -> bytes:
+    """Run git (`flags` before the command); its output, or a `ConversionError` with
+    its last error line."""
     env = base_environment(os.environ)
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     if ceiling is not None:  # never find a repository above a scratch directory
         env["GIT_CEILING_DIRECTORIES"] = str(ceiling)
     try:
         done = subprocess.run(
-            ["git", *_FLAGS, *args],
+            ["git", *_FLAGS, *flags, *args],
             cwd=cwd,
             input=data,
             capture_output=True,
@@ -120,7 +128,11 @@ def rebuild(start_file: Path, scratch: Path) -> Path:
     name = Path(inside).name if inside not in ("", ".") else root.name
     workspace = scratch / (name or "workspace")
     workspace.mkdir()
-    archive = git(root, "archive", "--format=tar", commit, "--", inside if inside != "." else ":/")
+    archive = git(
+        root,
+        *("archive", "--format=tar", commit, "--", inside if inside != "." else ":/"),
+        flags=no_filters(root),  # the files as committed, no program of the config run
+    )
     strip = 0 if inside in ("", ".") else len(Path(inside).parts)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         members = []

@@ -41,14 +41,16 @@ class _GitFailed(Exception):
     """A git command failed or timed out; the message is the reason recorded."""
 
 
-def _git(workspace: Path, *args: str, limit: int | None = None) -> tuple[bytes, str, int]:
-    """Run git in `workspace`: (the first `limit` bytes of its output, the sha256 of all
-    of it, its total size)."""
+def _git(
+    workspace: Path, *args: str, limit: int | None = None, flags: tuple[str, ...] = ()
+) -> tuple[bytes, str, int]:
+    """Run git in `workspace` (with `flags` before the command): (the first `limit`
+    bytes of its output, the sha256 of all of it, its total size)."""
     env = base_environment(os.environ)
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     try:
         process = subprocess.Popen(
-            ["git", *_GIT_FLAGS, *args],
+            ["git", *_GIT_FLAGS, *flags, *args],
             cwd=workspace,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -91,6 +93,27 @@ def _in_work_tree(workspace: Path) -> bool:
     """Whether a `.git` is in `workspace` or above it (checked before starting git,
     so a workspace outside any repository costs no process)."""
     return any((folder / ".git").exists() for folder in (workspace, *workspace.parents))
+
+
+def no_filters(workspace: Path) -> tuple[str, ...]:
+    """`-c` flags that empty every filter driver the repository's configuration names
+    (`filter.NAME.clean`, `smudge`, `process`): comparing the work tree with a commit
+    runs a file's clean filter, a program named in `.git/config`, which a file tool
+    can write. Reading the configuration runs nothing."""
+    try:
+        out, _, _ = _git(workspace, "config", "-z", "--get-regexp", r"^filter\.")
+    except _GitFailed:  # exit 1: no filter configured
+        return ()
+    names = {
+        key.rpartition(".")[0].removeprefix("filter.")
+        for key in (item.split("\n", 1)[0] for item in _names(out))
+        if key.count(".") >= 2
+    }
+    flags: list[str] = []
+    for name in sorted(names):
+        for part, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            flags += ["-c", f"filter.{name}.{part}={value}"]
+    return tuple(flags)
 
 
 def _names(output: bytes) -> list[str]:
@@ -150,6 +173,7 @@ def record_start(workspace: Path, *, limit: int = START_LIMIT) -> dict[str, Any]
         except _GitFailed:
             return _not_rebuildable(f"the git work tree at {root} has no commit yet")
         commit = head.decode("ascii", "replace").strip()
+        flags = no_filters(workspace)
         diff, diff_sha, diff_size = _git(
             workspace,
             "diff",
@@ -162,9 +186,12 @@ def record_start(workspace: Path, *, limit: int = START_LIMIT) -> dict[str, Any]
             "--",
             ".",
             limit=limit,
+            flags=flags,
         )
         dirty, _, _ = _git(
-            workspace, "diff", "--name-only", "-z", "--no-renames", "--relative", "HEAD", "--", "."
+            workspace,
+            *("diff", "--name-only", "-z", "--no-renames", "--relative", "HEAD", "--", "."),
+            flags=flags,
         )
         untracked, _, _ = _git(workspace, "ls-files", "--others", "--exclude-standard", "-z")
     except _GitFailed as e:
@@ -236,7 +263,7 @@ def record_end(
         try:
             dirty, _, _ = _git(
                 workspace, "diff", "--name-only", "-z", "--no-renames", "--relative",
-                str(start["commit"]), "--", ".",
+                str(start["commit"]), "--", ".", flags=no_filters(workspace),
             )  # fmt: skip
             untracked, _, _ = _git(workspace, "ls-files", "--others", "--exclude-standard", "-z")
         except _GitFailed as e:

@@ -144,3 +144,27 @@ def test_outside_git_the_end_holds_the_files_the_file_tools_wrote(tmp_path: Path
     touched.note("write", {"path": "../outside.txt"})
     end = record_end(workspace, record_start(workspace), touched.paths)
     assert [c["path"] for c in end["changed"]] == ["a.txt"]
+
+
+def test_no_filter_program_of_the_repository_runs(repo: Path, tmp_path: Path) -> None:
+    """A clean or smudge filter is a program `.git/config` names (which a file tool
+    can write): recording, comparing and rebuilding run none of them."""
+    ran = tmp_path / "ran"
+    (repo / ".gitattributes").write_text("*.py filter=evil\n", "utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "attributes")
+    for part in ("clean", "smudge", "process"):
+        git(repo, "config", f"filter.evil.{part}", f"touch {ran}-{part}; cat")
+    (repo / "app" / "src" / "fees.py").write_text("FEE = 9\n", "utf-8")
+    start = record_start(repo / "app")
+    assert start["complete"] is True and "FEE = 9" in start["diff"]
+    record_end(repo / "app", start)
+    start_file = repo / "start.json"
+    start_file.write_text(json.dumps(start), "utf-8")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    rebuild(start_file, scratch)
+    assert not list(tmp_path.glob("ran-*"))
+    # the filter is real: git itself runs it
+    git(repo, "diff", "HEAD", "--", "app")
+    assert list(tmp_path.glob("ran-*"))
