@@ -27,6 +27,7 @@ from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
     check_model,
+    choose_model,
     create_model_provider,
     is_builtin_provider,
     manifest_settings,
@@ -46,6 +47,7 @@ from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.messages import ModelSettings
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.policy import PermissionPolicy
 from assembler.providers.windows import context_window
@@ -150,7 +152,7 @@ def build_agent(
             ),
             read_roots=skill_directories(manifest, flags, snapshot),
         ),
-        settings=choice.settings if choice is not None else manifest_settings(manifest),
+        settings=choice.settings if choice is not None else _given_settings(manifest, options),
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
@@ -205,3 +207,11 @@ def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGat
 
 def _known_window(choice: ModelChoice | None) -> int | None:
     return context_window(choice.provider, choice.name) if choice is not None else None
+
+
+def _given_settings(manifest: Manifest, options: BuildOptions) -> ModelSettings | None:
+    """The settings a given provider is sent: those of `options.model` when it names
+    one too (a replay, with the model its session ran), else the manifest's own."""
+    if options.model:
+        return choose_model(manifest, options.model, options.env).settings
+    return manifest_settings(manifest)

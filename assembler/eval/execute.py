@@ -289,7 +289,7 @@ def _build(
     team = rebase_team(team, team.manifest.workspace, workspace)
     agent = build_agent(
         team.manifest,
-        model=None if replay is not None else request.model,
+        model=replay.model if replay is not None else request.model,
         provider=replay.provider if replay is not None else None,
         session_dir=request.session_dir / request.task.id,
         trust=True,  # decided once, for the whole agent tree, before any task started

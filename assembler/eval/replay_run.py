@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from assembler.agent.model_choice import default_label
 from assembler.eval.checks import CheckResult
 from assembler.eval.spec import RunRequest
 from assembler.manifest.model import Manifest
@@ -30,6 +31,8 @@ class ReplaySetup:
     provider: ReplayProvider
     diagnosis: Diagnosis
     mode: str
+    model: str | None = None
+    """The model the session ran with: the agent is built as for it (its settings)."""
 
     @property
     def strict(self) -> bool:
@@ -87,4 +90,8 @@ def replay_setup(request: RunRequest, manifest: Manifest, workspace: Path) -> Re
     provider = ReplayProvider(
         tree, diagnosis=diagnosis, places=places, scrubber=scrubber, name=task.model
     )
-    return ReplaySetup(provider, diagnosis, task.replay.mode)
+    # The model only when the session was run with another one than the manifest's
+    # (`--model`, which its sub-agents got too); else each agent its own manifest's.
+    recorded = tree.expected.model
+    model = recorded if recorded and recorded != default_label(manifest) else None
+    return ReplaySetup(provider, diagnosis, task.replay.mode, model)

@@ -105,12 +105,16 @@ class Expected:
     rules: tuple[Rule, ...] = ()
     context_window: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    model: str = ""
+    """The model the session ran with (`provider:name`): its settings are the ones a
+    replay sends (another provider than the manifest's starts from defaults)."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "format": FORMAT,
             "agent": self.agent,
             "session": self.session,
+            "model": self.model,
             "normalize": [rule.to_dict() for rule in self.rules],
         }
         if self.context_window is not None:
@@ -210,6 +214,7 @@ def load_expected(path: Path) -> Expected:
         children=children,
         rules=rules,
         context_window=window if isinstance(window, int) else None,
+        model=str(data.get("model", "")),
     )  # fmt: skip
 
 

@@ -105,6 +105,7 @@ def replay_files(
     expected = Expected(
         agent=str(recording.header.get("agent", "")),
         session=str(recording.header.get("id", "")),
+        model=str(recording.header.get("model") or ""),
         prompts=tuple(prompts),
         steps=tuple(steps),
         children=tuple(link for _, link in children),
