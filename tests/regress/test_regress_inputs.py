@@ -247,6 +247,8 @@ def test_the_command_line_converts_and_evaluates(
     )
     assert done.code == 0, done.err
     assert "wrote" in done.err and "task `fees`" in done.err and "no secrets found" in done.err
+    done = assemble(capsys, "validate", "evals/fees.eval.yaml")
+    assert done.code == 0, done.err + done.out
     done = assemble(capsys, "eval", "evals/fees.eval.yaml", "--trust", "--out", "first.jsonl")
     assert done.code == 0, done.err + done.out
     edit_file(project / "agents" / "fixer.yaml", "careful maintainer", "hasty maintainer")

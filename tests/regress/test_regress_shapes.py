@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from regress_project import (
     MANIFEST,
     PROMPT,
@@ -21,7 +22,9 @@ from regress_project import (
 )
 
 from assembler.agent.build import build_agent
-from assembler.runner.events import ToolCallProposed
+from assembler.errors import ConversionError
+from assembler.regress.convert import ConvertOptions, convert
+from assembler.runner.events import ToolCallProposed, TurnEnd
 from assembler.testing import ScriptedModel, text, tool_call
 
 LEAD = MANIFEST.replace(
@@ -50,6 +53,8 @@ def test_a_session_with_a_sub_agent_replays_the_child_from_its_own_session(
     run = replay_one(eval_file)
     assert run.status == "passed", failure(run)
     assert failure(run) == "4 replies, every request as recorded"  # 2 the lead's, 2 the child's
+    checks = {check.kind: check for check in run.checks}
+    assert checks["tool_sequence"].evidence == "1 calls in order: reviewer"  # the lead's own
     # the child's own replay compares the child's requests
     edit_file(
         project / "agents" / "team" / "reviewer.yaml", "You review Python", "You audit Python"
@@ -164,7 +169,10 @@ def test_several_prompts_and_a_steer_replay_in_order(project: Path) -> None:
     assert failure(run) == "3 replies, every request as recorded"
 
 
-def test_a_session_killed_mid_tool_replays_up_to_where_it_stopped(project: Path) -> None:
+@pytest.mark.parametrize("after_tools", [False, True])
+def test_a_session_killed_mid_run_replays_up_to_where_it_stopped(
+    project: Path, after_tools: bool
+) -> None:
     model = ScriptedModel([tool_call("bash", command=TESTS)])
     agent = build_agent(
         project / "agents" / "fixer.yaml",
@@ -176,8 +184,10 @@ def test_a_session_killed_mid_tool_replays_up_to_where_it_stopped(project: Path)
     async def go() -> None:
         async with agent:
             async for event in agent.stream(PROMPT):
-                if isinstance(event, ToolCallProposed):
-                    break  # as a kill before the call ran: no result, no run end
+                # as a kill before the call ran, or after it and before the next
+                # request: no run end either way
+                if isinstance(event, TurnEnd if after_tools else ToolCallProposed):
+                    break
 
     asyncio.run(go())
     assert agent.session is not None
@@ -185,7 +195,8 @@ def test_a_session_killed_mid_tool_replays_up_to_where_it_stopped(project: Path)
     conversion = to_test(agent.session.path, eval_file)
     assert any("cut off" in note for note in conversion.notes)
     written = eval_file.read_text("utf-8")
-    assert "interrupt:\n      after_turn: 1\n      tools_ran: false" in written
+    ran = "true" if after_tools else "false"
+    assert f"interrupt:\n      after_turn: 1\n      tools_ran: {ran}" in written
     assert "files_equal" not in written
     run = replay_one(eval_file)
     assert run.status == "passed", failure(run)
@@ -198,3 +209,19 @@ def test_the_shipping_session_replays_with_its_full_script(project: Path) -> Non
     restore_workspace(project)
     run = replay_one(to_test(session, project / "evals" / "fix.eval.yaml").eval_file)
     assert run.status == "passed", failure(run)
+
+
+def test_a_sub_agent_session_that_is_gone_is_one_clear_error(project: Path) -> None:
+    (project / "agents" / "lead.yaml").write_text(LEAD, "utf-8")
+    session = record(
+        project,
+        [tool_call("reviewer", task=REVIEW), text("Done.")],
+        "Have the fee code reviewed.",
+        manifest="agents/lead.yaml",
+    )
+    for child in session.parent.glob("*.jsonl"):
+        if child != session and not child.name.endswith(".trace.jsonl"):
+            child.unlink()
+    with pytest.raises(ConversionError) as caught:
+        convert(session, ConvertOptions(out=project / "evals" / "team.eval.yaml"))
+    assert "the session of sub-agent call" in str(caught.value) and "is gone" in str(caught.value)
