@@ -95,19 +95,23 @@ def tool_sequence(check: Check, calls: Sequence[Named]) -> tuple[bool, str]:
     expected = [str(name) for name in check.expected or ()]
     actual = [call.name for call in calls]
     if actual == expected:
-        return True, f"{len(actual)} calls in order: {_names(actual)}"
+        return True, f"{_count(len(actual))} in order: {_names(actual)}"
     for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
         if want != got:
             return False, f"call {index + 1} is `{got}`, expected `{want}`; calls: {_names(actual)}"
     if len(actual) < len(expected):
         return (
             False,
-            f"{len(actual)} calls, expected {len(expected)}: `{expected[len(actual)]}` never came; calls: {_names(actual)}",
+            f"{_count(len(actual))}, expected {len(expected)}: `{expected[len(actual)]}` never came; calls: {_names(actual)}",
         )
     return (
         False,
-        f"{len(actual)} calls, expected {len(expected)}: call {len(expected) + 1} `{actual[len(expected)]}` is extra; calls: {_names(actual)}",
+        f"{_count(len(actual))}, expected {len(expected)}: call {len(expected) + 1} `{actual[len(expected)]}` is extra; calls: {_names(actual)}",
     )
+
+
+def _count(calls: int) -> str:
+    return "1 call" if calls == 1 else f"{calls} calls"
 
 
 def _names(names: Sequence[str]) -> str:

@@ -103,9 +103,9 @@ def test_files_equal_and_tool_sequence_name_the_first_difference(
         "3 of 3 files differ: out.txt differs at line 2: expected `two`, got `TWO`; "
         "missing.txt is missing; notes.txt exists and should not"
     )
-    assert evidence[1] == "1 calls, expected 2: `bash` never came; calls: write"
+    assert evidence[1] == "1 call, expected 2: `bash` never came; calls: write"
     assert evidence[2] == "call 1 is `write`, expected `read`; calls: write"
-    assert evidence[3] == "1 calls, expected 0: call 1 `write` is extra; calls: write"
+    assert evidence[3] == "1 call, expected 0: call 1 `write` is extra; calls: write"
 
 
 def test_files_equal_paths_are_checked_when_the_file_is_read(

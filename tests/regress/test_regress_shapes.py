@@ -54,7 +54,7 @@ def test_a_session_with_a_sub_agent_replays_the_child_from_its_own_session(
     assert run.status == "passed", failure(run)
     assert failure(run) == "4 replies, every request as recorded"  # 2 the lead's, 2 the child's
     checks = {check.kind: check for check in run.checks}
-    assert checks["tool_sequence"].evidence == "1 calls in order: reviewer"  # the lead's own
+    assert checks["tool_sequence"].evidence == "1 call in order: reviewer"  # the lead's own
     # the child's own replay compares the child's requests
     edit_file(
         project / "agents" / "team" / "reviewer.yaml", "You review Python", "You audit Python"
