@@ -256,11 +256,13 @@ class ReplayProvider:
         return chosen
 
     def _kind(self, request: ModelRequest) -> str:
+        """`summary`, `turn`, or `side`: a request with neither the agent's rendered
+        prompt nor tools (memory selection or extraction asking the model)."""
         if request.system == SUMMARY_SYSTEM_PROMPT and not request.tools:
             return "summary"
         if self.sections is None or self.sections(request.system) is not None:
             return "turn"
-        return "side"
+        return "turn" if request.tools else "side"
 
     def _diverge(self, tree: ReplayTree, found: list[Divergence], *, stop: bool) -> None:
         tagged = [replace(d, agent=tree.agent_path) for d in found]

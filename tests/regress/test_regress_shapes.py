@@ -225,3 +225,20 @@ def test_a_sub_agent_session_that_is_gone_is_one_clear_error(project: Path) -> N
     with pytest.raises(ConversionError) as caught:
         convert(session, ConvertOptions(out=project / "evals" / "team.eval.yaml"))
     assert "the session of sub-agent call" in str(caught.value) and "is gone" in str(caught.value)
+
+
+def test_a_request_the_session_did_not_record_is_answered_empty_and_counted(
+    project: Path,
+) -> None:
+    """Memory extraction at the session's end asks the model on the side: the session
+    records no such request, and the replay answers it empty instead of comparing."""
+    manifest = MANIFEST.replace("at_session_end: false", "at_session_end: true")
+    (project / "agents" / "fixer.yaml").write_text(manifest, "utf-8")
+    session = record(
+        project,
+        [tool_call("read", path="shipping/fees.py"), text("It rounds down."), text("[]")],
+        "What does the fee code do?",
+    )
+    run = replay_one(to_test(session, project / "evals" / "side.eval.yaml").eval_file)
+    assert run.status == "passed", failure(run)
+    assert failure(run) == "2 replies, every request as recorded; 1 side request(s) answered empty"
