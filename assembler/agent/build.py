@@ -133,7 +133,7 @@ def build_agent(
 
     # 4. the runner
     limits = manifest.limits
-    window = limits.context_window or _known_window(choice)
+    window = limits.context_window or _known_window(choice or _given_choice(manifest, options))
     runner = AgentRunner(
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
         permissions=_permission_gate(manifest, options),
@@ -215,3 +215,11 @@ def _given_settings(manifest: Manifest, options: BuildOptions) -> ModelSettings 
     if options.model:
         return choose_model(manifest, options.model, options.env).settings
     return manifest_settings(manifest)
+
+
+def _given_choice(manifest: Manifest, options: BuildOptions) -> ModelChoice | None:
+    """The model a given provider stands for (`options.model`, else the manifest's),
+    for its context window: a replay compacts where its session did."""
+    if not options.model and manifest.model is None:
+        return None
+    return choose_model(manifest, options.model, options.env)

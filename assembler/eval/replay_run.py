@@ -15,10 +15,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from assembler.agent.model_choice import default_label
+from assembler.agent.model_choice import default_label, manifest_settings
+from assembler.agent.prompt_record import settings_record
 from assembler.eval.checks import CheckResult
 from assembler.eval.spec import RunRequest
 from assembler.manifest.model import Manifest
+from assembler.messages import ModelSettings
 from assembler.regress.replay import Diagnosis, ReplayProvider, ReplayTree
 from assembler.regress.scrub import manifest_variables, scrubber_for
 from assembler.regress.start import rebuild, repository_root
@@ -90,8 +92,18 @@ def replay_setup(request: RunRequest, manifest: Manifest, workspace: Path) -> Re
     provider = ReplayProvider(
         tree, diagnosis=diagnosis, places=places, scrubber=scrubber, name=task.model
     )
-    # The model only when the session was run with another one than the manifest's
-    # (`--model`, which its sub-agents got too); else each agent its own manifest's.
+    return ReplaySetup(provider, diagnosis, task.replay.mode, _session_model(tree, manifest))
+
+
+def _session_model(tree: ReplayTree, manifest: Manifest) -> str | None:
+    """The model to build the agent as for: the session's, when it ran with another
+    than the manifest's (`--model`, which its sub-agents got too) and was sent other
+    settings than the manifest's; else None (each agent its own manifest's model). A
+    session recorded in Python with a provider object is named after the provider,
+    and was sent the manifest's settings: it is replayed as the manifest's model."""
     recorded = tree.expected.model
-    model = recorded if recorded and recorded != default_label(manifest) else None
-    return ReplaySetup(provider, diagnosis, task.replay.mode, model)
+    if not recorded or recorded == default_label(manifest):
+        return None
+    sent = next((p.settings for p in tree.expected.prompts if p.settings is not None), None)
+    own = settings_record(manifest_settings(manifest) or ModelSettings())
+    return recorded if sent is not None and dict(sent) != own else None

@@ -23,6 +23,8 @@ from regress_project import (
 
 from assembler.agent.build import build_agent
 from assembler.errors import ConversionError
+from assembler.messages import Usage
+from assembler.providers.script_file import ScriptStep
 from assembler.regress.convert import ConvertOptions, convert
 from assembler.runner.events import ToolCallProposed, TurnEnd
 from assembler.testing import ScriptedModel, text, tool_call
@@ -242,3 +244,28 @@ def test_a_request_the_session_did_not_record_is_answered_empty_and_counted(
     run = replay_one(to_test(session, project / "evals" / "side.eval.yaml").eval_file)
     assert run.status == "passed", failure(run)
     assert failure(run) == "2 replies, every request as recorded; 1 side request(s) answered empty"
+
+
+def test_a_compaction_forced_by_a_full_window_happens_again(project: Path) -> None:
+    """The manifest's model has a known window (gpt-4o: 128,000 tokens): an answer
+    that reports 120,000 input tokens makes the next prompt's turn compact first, when
+    recorded and when replayed (a replay's model stands for the manifest's)."""
+    manifest = MANIFEST.replace(
+        "model:\n  provider: scripted\n  name: replay\n  script: fixer.script.yaml\n",
+        "model:\n  provider: openai\n  name: gpt-4o\n",
+    )
+    (project / "agents" / "fixer.yaml").write_text(manifest, "utf-8")
+    full = Usage(input_tokens=120_000, output_tokens=10)
+    steps = [
+        ScriptStep(text("It rounds down."), usage=full),
+        ScriptStep(text("Summary: the fee code rounds down.")),
+        ScriptStep(text("The base fee is 499 cents.")),
+    ]
+    session = record(project, steps, "What does the fee code do?", then=["And the base fee?"])
+    expected = (project / "evals" / "full.replay").glob("*.expected.json")
+    eval_file = to_test(session, project / "evals" / "full.eval.yaml").eval_file
+    (expected_file,) = expected
+    assert '"reason": "threshold"' in expected_file.read_text("utf-8")
+    run = replay_one(eval_file)
+    assert run.status == "passed", failure(run)
+    assert failure(run) == "3 replies, every request as recorded"
