@@ -147,7 +147,7 @@ def converting() -> None:
                 convert(session, ConvertOptions(out=out))
 
             def written(session: Path = session, out: Path = out) -> None:
-                convert(session, ConvertOptions(out=out, force=True)).write(force=True)
+                convert(session, ConvertOptions(out=out)).write(force=True)
 
             base = median_seconds(floor, repeat=5, warmup=1)
             ours_s = median_seconds(ours, repeat=5, warmup=1)

@@ -50,7 +50,6 @@ class ConvertOptions:
     workspace: Path | None = None
     agent: Path | None = None
     mode: str = "strict"
-    force: bool = False
     env: Mapping[str, str] | None = None
 
 
