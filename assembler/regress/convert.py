@@ -45,6 +45,10 @@ TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 @dataclass(frozen=True)
 class ConvertOptions:
+    """`sessions to-test`'s options: the eval file to write, the task id, a workspace
+    folder instead of the recorded start, the manifest instead of the recorded one,
+    the replay's mode, and the environment whose values are scrubbed."""
+
     out: Path
     task_id: str | None = None
     workspace: Path | None = None
