@@ -25,6 +25,8 @@ from _timing import median_seconds
 
 from assembler.agent.build import build_agent
 from assembler.agent.team import load_team
+from assembler.agent.trusting import decide_trust
+from assembler.eval.evaluation import check_code
 from assembler.eval.execute import run_task
 from assembler.eval.load import load_eval
 from assembler.eval.plan import Selection, plan_runs
@@ -109,9 +111,10 @@ def task_run(eval_file: Path) -> Callable[[], RunRecord]:
     manifest = report.manifest
     (request,) = plan_runs(report.spec, Selection(), eval_file.parent / ".eval-sessions")
     team = load_team(manifest)
+    trust = decide_trust(team, True, extra=check_code(report.spec, [request], manifest))
 
     def run() -> RunRecord:
-        record_ = asyncio.run(run_task(request, manifest=manifest, team=team))
+        record_ = asyncio.run(run_task(request, manifest=manifest, team=team, trust=trust))
         assert record_.status == "passed", record_.first_failure()
         return record_
 

@@ -89,3 +89,27 @@ def workspace_path_problem(path: str) -> str:
     if not path or pure.is_absolute() or ".." in pure.parts or "\\" in path:
         return f"`{path}` must be a relative path inside the workspace, with `/`"
     return ""
+
+
+def child_scripts(expected: str) -> list[Path]:
+    """The sub-agent replay scripts a replay's expected inputs link (their children's
+    too): like the task's own script, each chooses tool calls, so each is project
+    code for the trust question. An unreadable file links none (its task fails)."""
+    from assembler.regress.expected import load_expected  # as above
+
+    found: list[Path] = []
+    todo = [Path(expected)]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            loaded = load_expected(path)
+        except ConversionError:
+            continue
+        for link in loaded.children:
+            found.append(Path(os.path.normpath(path.parent / link.script)))
+            todo.append(Path(os.path.normpath(path.parent / link.expected)))
+    return found

@@ -84,7 +84,7 @@ def run_and_kill(manifest: Path, marker: str, *args: str, server: Any = None) ->
         process.communicate(timeout=60)
     finally:
         for pid in live_processes_with(marker):  # a SIGKILL leaves the tool's process behind
-            with contextlib.suppress(ProcessLookupError):  # unless it ended meanwhile
+            with contextlib.suppress(ProcessLookupError):  # its supervisor may end it first
                 os.kill(pid, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
     (session,) = [

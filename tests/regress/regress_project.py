@@ -21,6 +21,8 @@ from typing import Any
 
 from assembler.agent.build import build_agent
 from assembler.agent.team import load_team
+from assembler.agent.trusting import decide_trust
+from assembler.eval.evaluation import check_code
 from assembler.eval.execute import run_task
 from assembler.eval.load import load_eval
 from assembler.eval.plan import Selection, plan_runs
@@ -165,9 +167,10 @@ def replay(eval_file: Path, *, model: str | None = None, repeat: int = 1) -> lis
         eval_file.parent / ".eval-sessions",
     )
     team = load_team(manifest)
+    trust = decide_trust(team, True, extra=check_code(report.spec, runs, manifest))
 
     async def go() -> list[RunRecord]:
-        return [await run_task(run, manifest=manifest, team=team) for run in runs]
+        return [await run_task(run, manifest=manifest, team=team, trust=trust) for run in runs]
 
     return asyncio.run(go())
 

@@ -23,6 +23,9 @@ from regress_project import (
 
 from assembler.agent.build import build_agent
 from assembler.errors import ConversionError
+from assembler.eval.evaluation import check_code
+from assembler.eval.load import load_eval
+from assembler.eval.plan import Selection, plan_runs
 from assembler.messages import Usage
 from assembler.providers.script_file import ScriptStep
 from assembler.regress.convert import ConvertOptions, convert
@@ -52,6 +55,12 @@ def test_a_session_with_a_sub_agent_replays_the_child_from_its_own_session(
     assert conversion.sessions == 2
     scripts = sorted(p.name for p in (project / "evals" / "team.replay").glob("*.script.yaml"))
     assert len(scripts) == 2 and any(".reviewer-1." in name for name in scripts)
+    # the child's replay chooses the child's calls: project code, as the task's own
+    report = load_eval(eval_file)
+    assert report.spec is not None and report.manifest is not None
+    runs = plan_runs(report.spec, Selection(), project / "s")
+    described = [code.description for code in check_code(report.spec, runs, report.manifest)]
+    assert any(".reviewer-1.script.yaml (calls read)" in text_ for text_ in described), described
     run = replay_one(eval_file)
     assert run.status == "passed", failure(run)
     assert failure(run) == "4 replies, every request as recorded"  # 2 the lead's, 2 the child's
