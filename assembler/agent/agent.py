@@ -7,18 +7,21 @@ replaces all three together, never one alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
+from assembler.agent.prompt_record import prompt_payload, section_sources, settings_record
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
-from assembler.messages import Message, Usage
+from assembler.messages import Message, ToolSchema, Usage
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
@@ -27,10 +30,12 @@ from assembler.runner.events import (
     Diagnostic,
     Event,
     RunEnd,
+    ToolCallResult,
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
+from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -78,6 +83,7 @@ class Agent:
         self.assembly = assembly
         self._started = False
         self._closed = False
+        self._touched = TouchedFiles()
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
@@ -123,6 +129,14 @@ class Agent:
         """The system prompt the next model request would carry."""
         return self.runner.current_system_prompt()
 
+    def prompt_sections(self, system: str) -> tuple[tuple[str, str], ...] | None:
+        """The sections of `system` (name and body, as `render` splits it) when it is
+        the prompt this agent rendered last; None for any other text."""
+        last = self.parts.prompt.last
+        if last is None or last.text != system:
+            return None
+        return tuple((section.name, section.text) for section in last.sections)
+
     def reload(self, *, trust: bool | None = None) -> ResourceSnapshot:
         """Re-read resources and rebuild tools and prompt from the new snapshot, together.
 
@@ -152,7 +166,9 @@ class Agent:
         await self.assembly.connect_mcp(self.parts)
         await self.parts.extension_hooks.session_start()
 
-    async def stream(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def stream(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run `prompt`, yielding events as they happen; the session file records
         each message as soon as it is part of the conversation."""
         await self.start()
@@ -163,24 +179,29 @@ class Agent:
         if self.session is not None:
             self.session.append_run_start(prompt)
         start_usage = self.runner.usage
-        async for event in self.runner.run(prompt, max_turns=max_turns):
-            if isinstance(event, TurnEnd | RunEnd):
-                for issue in (
-                    *self.assembly.poll(),
-                    *self.parts.extension_hooks.take_diagnostics(),
-                ):
-                    yield Diagnostic(issue.message, issue.severity)
-            if isinstance(event, RunEnd):
-                end = replace(
-                    event,
-                    usage=_difference(self.runner.usage, start_usage),
-                    session_id=self.session.id if self.session is not None else "",
-                )
-                if self.session is not None:
-                    self.session.append_run_end(end.to_dict())
-                yield end
-            else:
-                yield event
+        # closed with this stream: a caller that stops reading (a replay stopping where
+        # its session stopped) leaves no run half alive until garbage collection
+        async with aclosing(self.runner.run(prompt, max_turns=max_turns)) as events:
+            async for event in events:
+                if isinstance(event, TurnEnd | RunEnd):
+                    for issue in (
+                        *self.assembly.poll(),
+                        *self.parts.extension_hooks.take_diagnostics(),
+                    ):
+                        yield Diagnostic(issue.message, issue.severity)
+                if isinstance(event, RunEnd):
+                    end = replace(
+                        event,
+                        usage=_difference(self.runner.usage, start_usage),
+                        session_id=self.session.id if self.session is not None else "",
+                    )
+                    if self.session is not None:
+                        self.session.append_run_end(end.to_dict(), await self._workspace_end())
+                    yield end
+                else:
+                    if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
+                        self._touched.note(event.call.name, event.call.arguments)
+                    yield event
 
     async def prompt(self, prompt: str, *, max_turns: int | None = None) -> RunResult:
         """Run `prompt` to the end and return the final answer."""
@@ -253,13 +274,48 @@ class Agent:
 
     # -- sessions -------------------------------------------------------------------------
 
+    async def _workspace_end(self) -> dict[str, Any] | None:
+        """The files that differ from where the session's workspace started (read in a
+        thread: git may take a moment); None for a sub-agent's session, whose changes
+        its parent's run records."""
+        if self.session is None or "delegated_from" in self.session.header:
+            return None
+        start = self.session.header.get("workspace_start")
+        return await asyncio.to_thread(
+            record_end,
+            self.manifest.workspace.resolve(),
+            start if isinstance(start, dict) else None,
+            self._touched.paths,
+        )
+
     def use_session(self, restored: Restored) -> None:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
+        self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
-        self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
+        self.runner.recorder = SessionRecorder(
+            restored.session, restored.entry_ids, describe=self._describe_prompt
+        )
         self.runner.context_tokens = 0
+
+    def describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """What a request tells the model, by section with each one's sources and
+        template, and the tool schemas with theirs: the session's `prompt` entry
+        (`agent.prompt_record`); a replay names the source of what changed from it."""
+        return self._describe_prompt(system, tools)
+
+    def _describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """The session's `prompt` entry for this request (`agent.prompt_record`)."""
+        parts = self.parts
+        sources = section_sources(
+            self.manifest, parts.snapshot, parts.registry, parts.prompt.last_memory
+        )
+        payload = prompt_payload(
+            system, tools, parts.prompt.last, sources, dict(parts.registry.sources())
+        )
+        payload["settings"] = settings_record(self.runner.settings)
+        return payload
 
     def fork(self, entry_id: str) -> Session:
         """A new session whose history is this one's up to `entry_id`; the agent goes on
@@ -287,11 +343,13 @@ class Agent:
             raise SessionError("cannot start a new session while a run is in progress")
         store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         header = dict(self.session.header) if self.session is not None else {}
+        workspace = self.manifest.workspace.resolve()
         session = store.start(
             agent=self.manifest.name,
             manifest=self.manifest.path,
             model=str(header.get("model", "")),
-            workspace=self.manifest.workspace.resolve(),
+            workspace=workspace,
+            workspace_start=record_start(workspace),
         )
         self.use_session(restore(session))
         return session
