@@ -20,6 +20,7 @@ from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
 from assembler.messages import Message, Usage
 from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
 from assembler.runner.events import (
@@ -78,6 +79,7 @@ class Agent:
         self.assembly = assembly
         self._started = False
         self._closed = False
+        self._approver: tuple[Approver | None, float | None] = (None, None)
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
@@ -300,10 +302,26 @@ class Agent:
     def set_approver(self, approver: Approver | None, *, timeout: float | None = None) -> None:
         """Who answers `ask` rules from now on (None: nobody, so an ask is a deny), and
         how long to wait for an answer (RPC and ACP clients; a person is not hurried)."""
+        self._approver = (approver, timeout)
         gate = self.permissions
         if gate is not None:
             gate.approver = approver
             gate.timeout = timeout
+
+    def set_permission_mode(self, mode: PermissionMode) -> None:
+        """What an `ask` becomes from the next call on (`default`, `accept-edits`,
+        `deny-asks`, `bypass`): an editor's mode switch, a terminal's. An agent built
+        without rules and in the default mode gets the manifest's (empty) rules now,
+        with the approver it was given."""
+        gate = self.permissions
+        if gate is not None:
+            gate.policy = gate.policy.with_mode(mode)
+            return
+        policy = PermissionPolicy.from_spec(
+            self.manifest.permissions, workspace=self.manifest.workspace.resolve(), mode=mode
+        )
+        approver, timeout = self._approver
+        self.runner.permissions = PermissionGate(policy, approver, timeout=timeout)
 
     def _session_dir(self) -> Path | None:
         return self.session.path.parent if self.session is not None else None

@@ -22,6 +22,8 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
     DeniedOutcome,
     PermissionOption,
     PromptResponse,
@@ -32,6 +34,9 @@ from acp.schema import (
     UserMessageChunk,
 )
 from procs import live_processes_with
+
+
+SESSION_LEVEL = (AvailableCommandsUpdate, CurrentModeUpdate)
 
 
 @dataclass
@@ -77,7 +82,21 @@ class Editor:
     # -- reading what arrived ---------------------------------------------------
 
     def of(self, session_id: str) -> list[Any]:
-        return [update for sid, update in self.updates if sid == session_id]
+        """The updates of turns and history (what the conversation shows), in order;
+        the session's own (`announced`) are apart: they arrive at their own time."""
+        return [
+            update
+            for sid, update in self.updates
+            if sid == session_id and not isinstance(update, SESSION_LEVEL)
+        ]
+
+    def announced(self, session_id: str) -> list[Any]:
+        """The session's own updates: its commands, its mode."""
+        return [
+            update
+            for sid, update in self.updates
+            if sid == session_id and isinstance(update, SESSION_LEVEL)
+        ]
 
     def text(self, session_id: str) -> str:
         """The agent's message chunks, joined."""
