@@ -20,6 +20,8 @@ Both are noted on stderr, which editors keep as the agent's log.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -57,6 +59,7 @@ from assembler.agent.agent import Agent
 from assembler.errors import AssemblerError, SessionError
 from assembler.protocol_stdio import ProtocolFiles
 from assembler.sessions.store import SessionStore
+from assembler.text import one_line
 from assembler.version import __version__
 
 Builder = Callable[[str | None], Agent]
@@ -256,8 +259,8 @@ class EditorServer:
 @contextmanager
 def _answered(*, missing_session: bool = False) -> Iterator[None]:
     """Our own errors become the request's error, with their one readable message (and
-    on stderr, the agent's log); anything else is a bug the SDK reports with its
-    traceback."""
+    on stderr, the agent's log); anything else is a bug the SDK reports as an
+    internal error (and logs: `_OneLine`)."""
     try:
         yield
     except AssemblerError as e:
@@ -271,6 +274,28 @@ async def _logged(notification: Coroutine[Any, Any, None]) -> None:
         await notification
     except (RequestError, ConnectionError) as e:  # the editor is gone: nothing to tell
         _log(f"a notification was not sent: {e}")
+
+
+class _OneLine(logging.Formatter):
+    """The SDK logs what it cannot handle (a malformed notification, a handler's bug)
+    with `logging.exception`: one line in the agent's log, the exception's type and
+    message without its traceback, as every other error of `assemble`
+    (`ASSEMBLER_DEBUG=1` shows the traceback, as for the other commands)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if os.environ.get("ASSEMBLER_DEBUG"):
+            return "assemble acp: " + super().format(record)
+        text = f"assemble acp: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f": {type(error).__name__}: {one_line(str(error), 300)}"
+        return text
+
+
+def _log_in_one_line() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    logging.basicConfig(handlers=[handler], level=logging.WARNING, force=True)
 
 
 def _log(message: str) -> None:
@@ -287,6 +312,7 @@ async def serve(
 ) -> None:
     """Serve the protocol on `files` until the editor closes its end; then stop every
     turn and close every agent."""
+    _log_in_one_line()
     reader, writer = await open_streams(files)
     server = EditorServer(build, name=name, store=store, workspace=workspace)
     try:

@@ -35,7 +35,6 @@ from acp.schema import (
 )
 from procs import live_processes_with
 
-
 SESSION_LEVEL = (AvailableCommandsUpdate, CurrentModeUpdate)
 
 
