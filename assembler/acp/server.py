@@ -236,8 +236,10 @@ class EditorServer:
                 await agent.aclose()
                 raise
         session_id = reference or (agent.session.id if agent.session else f"acp-{uuid.uuid4().hex}")
-        session = EditorSession(session_id, agent, self.client)
+        session = EditorSession(session_id, agent, self.client, self.client_capabilities)
         self.sessions[session_id] = session
+        if session.editor_tools:
+            _log(f"the editor reads and writes files for {', '.join(session.editor_tools)}")
         if cwd and cwd != str(session.workspace):
             _log(
                 f"the editor's folder {cwd} is not the workspace; the agent works in {session.workspace}"

@@ -27,9 +27,10 @@ from typing import Any
 
 from acp import RequestError, update_agent_message_text, update_agent_thought_text
 from acp.interfaces import Client
-from acp.schema import PromptResponse, SessionModeState, StopReason
+from acp.schema import ClientCapabilities, PromptResponse, SessionModeState, StopReason
 
 from assembler.acp import commands
+from assembler.acp.editor_files import EditorFiles, use_editor_files
 from assembler.acp.modes import checked_mode, mode_state, mode_update
 from assembler.acp.permissions import EditorApprover
 from assembler.acp.updates import SessionUpdate, TurnUpdates, history_updates
@@ -52,7 +53,13 @@ them and answers the request with an error instead."""
 class EditorSession:
     """The agent of one session and the turns that run on it."""
 
-    def __init__(self, session_id: str, agent: Agent, client: Client) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        agent: Agent,
+        client: Client,
+        offered: ClientCapabilities | None = None,
+    ) -> None:
         self.id = session_id
         self.agent = agent
         self.client = client
@@ -71,6 +78,8 @@ class EditorSession:
             EditorApprover(client, session_id, lambda: self.turn),
             timeout=agent.manifest.limits.permission_timeout,
         )
+        fs = offered.fs if offered is not None else None
+        self.editor_tools = use_editor_files(agent.registry, EditorFiles(client, session_id), fs)
 
     def tool(self, name: str) -> Tool | None:
         return self.agent.registry.get(name)
