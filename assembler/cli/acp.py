@@ -59,6 +59,9 @@ def acp(
     from assembler.tools.processes import install_exit_handlers
 
     with requires("acp", "assemble acp"):
+        from assembler.acp.sdk_import import import_sdk
+
+        import_sdk()  # most of the start-up: without what a server does not use
         from assembler.acp.server import serve
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
