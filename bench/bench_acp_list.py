@@ -33,7 +33,7 @@ def main(counts: tuple[int, ...] = (10, 100, 1000), entries: int = 99) -> None:
 
             def page(store: SessionStore = store) -> None:
                 listed = session_page(store, agent="bench", workspace=Path("/ws"), cursor=None)
-                assert len(listed.sessions) == min(count, PAGE_SIZE)
+                assert len(listed.sessions) <= PAGE_SIZE
 
             repeat = 20 if count >= 1000 else 60
             base = median_seconds(headers, repeat=repeat, warmup=2)
