@@ -32,6 +32,8 @@ from assembler.runner.events import (
 )
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
+from assembler.tools.base import ToolResult
+from assembler.tools.builtin.files import READ_TOOL
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -290,6 +292,22 @@ class Agent:
         )
         self.use_session(restore(session))
         return session
+
+    async def read_file(self, path: str) -> ToolResult:
+        """`path` read as the `read` tool reads it for the model (confined to the
+        workspace, cut to the output limits), after the permission rules: a deny is an
+        error result. For a file a person names (`@path` in the terminal); an `ask` is
+        that person's own request, so it is not asked again."""
+        tool = self.registry.get("read")
+        if tool is None or tool.source != "builtin":  # an agent without `read`: its rules
+            tool = READ_TOOL
+        arguments = {"path": path}
+        gate = self.permissions
+        if gate is not None:
+            decision = gate.policy.decide("read", arguments, tool)
+            if decision.verdict == "deny":
+                return ToolResult(decision.reason, is_error=True)
+        return await tool.execute(arguments, self.runner.tool_context)
 
     # -- permissions ----------------------------------------------------------------------
 
