@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
 from acp import RequestError
-from acp_harness import Editor, manifest, serving
+from acp_harness import Editor, manifest, serving, wait_for_process
+from procs import live_processes_with
 
 from assembler.acp.listing import PAGE_SIZE
 from assembler.sessions.store import SessionStore
@@ -133,5 +135,32 @@ def test_without_session_files_there_is_nothing_to_list_or_resume(tmp_path: Path
                 await acp.conn.resume_session(cwd="/", session_id="x", mcp_servers=[])
             session = (await acp.conn.new_session(cwd="/", mcp_servers=[])).session_id
             await acp.conn.close_session(session_id=session)  # closing needs no file
+
+    asyncio.run(scenario())
+
+
+def test_closing_a_session_stops_its_running_turn(tmp_path: Path) -> None:
+    """`session/close` mid-turn: the turn answers `cancelled`, its command is killed,
+    and the session is gone; the connection and other sessions go on."""
+    sleeper = f"sleep 30.{os.getpid()}27"
+    agent = manifest(
+        tmp_path,
+        f"- tool_calls: [{{name: bash, arguments: {{command: '{sleeper}'}}}}]\n",
+    )
+
+    async def scenario() -> None:
+        async with serving(agent, "--no-session") as acp:
+            session = await acp.start()
+            turn = asyncio.create_task(acp.prompt(session, "Wait."))
+            await wait_for_process(sleeper)
+            await acp.conn.close_session(session_id=session)
+            assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
+            assert live_processes_with(sleeper) == []
+            with pytest.raises(RequestError, match="no session"):
+                await acp.prompt(session, "Still there?")
+            # the connection goes on (a new session's agent replays the script from
+            # its start, so it is opened and closed, not prompted)
+            other = (await acp.conn.new_session(cwd="/", mcp_servers=[])).session_id
+            await acp.conn.close_session(session_id=other)
 
     asyncio.run(scenario())
