@@ -5,9 +5,13 @@ showing what changed in the prompt."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
+import struct
 import sys
+import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -133,3 +137,22 @@ def test_reload_shows_which_sections_of_the_prompt_changed(
     chat.expect("~ workspace: +1 line, -0 lines")
     chat.send("/exit")
     assert chat.wait() == 0
+
+
+def test_a_narrow_terminal_without_colour(project: Path, terminal: list[PtySession]) -> None:
+    """40 columns and `NO_COLOR`: a long typed line wraps on the screen and arrives
+    whole, completion still works, and no colour is drawn."""
+    chat = PtySession(
+        ["run", str(project / "agent.yaml"), "--trust"], cwd=project, env={"NO_COLOR": "1"}
+    )
+    terminal.append(chat)
+    fcntl.ioctl(chat.master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+    chat.expect("> ")
+    long = "a message longer than the forty columns of this terminal, typed at once"
+    os.write(chat.master, f"{long} @no\t\r".encode())
+    chat.expect("(attached notes.txt)")
+    chat.expect("One.")
+    chat.send("/exit")
+    assert chat.wait() == 0
+    assert not re.search(r"\x1b\[[0-9;]*m", chat.raw)
+    assert user_messages()[0].startswith(f"{long} @notes.txt\n\n<context")
