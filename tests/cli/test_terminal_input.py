@@ -156,3 +156,29 @@ def test_a_narrow_terminal_without_colour(project: Path, terminal: list[PtySessi
     assert chat.wait() == 0
     assert not re.search(r"\x1b\[[0-9;]*m", chat.raw)
     assert user_messages()[0].startswith(f"{long} @notes.txt\n\n<context")
+
+
+def test_a_paste_while_the_agent_works_is_one_steer(
+    project: Path, terminal: list[PtySession]
+) -> None:
+    work = project / "work"
+    wait_for_go = (
+        "touch started; for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo went"
+    )
+    (project / "agent.yaml").write_text(
+        (project / "agent.yaml").read_text().replace("[readonly]", "[readonly, bash]")
+    )
+    (project / "reply.yaml").write_text(
+        f"- tool_calls: [{{name: bash, arguments: {{command: '{wait_for_go}'}}}}]\n"
+        "- text: Steered.\n"
+    )
+    chat = start(terminal, project)
+    chat.send("start")
+    wait_for((work / "started").exists)
+    os.write(chat.master, b"\x1b[200~steer one\nsteer two\x1b[201~\r")
+    chat.expect("(queued steer: steer one steer two;")
+    (work / "go").write_text("")
+    chat.expect("Steered.")
+    chat.send("/exit")
+    assert chat.wait() == 0
+    assert user_messages() == ["start", "steer one\nsteer two"]
