@@ -4,8 +4,10 @@ included) and its changes land in the editor, which shows and saves them.
 
 Only the way to the bytes changes. The tools keep their names, schemas and source
 (`builtin`), so the permission rules and the extensions' guards decide a call exactly
-as before, and each path is confined with the same `resolve_in_workspace` before the
-editor hears of it: the editor is asked about files inside the workspace only. A file
+as before, each path is confined with the same `resolve_in_workspace` before the
+editor hears of it (the editor is asked about files inside the workspace only), and
+`write` and `edit` refuse the agent's own guards (`refuse_guard`: its manifest, its
+extensions...) as the disk tools do. A file
 the tools may read outside it (a skill's) is read from disk, as without an editor;
 so is a file the editor cannot read (it answers with an error), since the disk is
 then the truth. A write or an edit the editor refuses fails, with the editor's reason:
@@ -31,7 +33,13 @@ from acp.schema import FileSystemCapabilities
 from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_int, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.builtin.files import edit_summary, edited_text, encoded, read_result
+from assembler.tools.builtin.files import (
+    edit_summary,
+    edited_text,
+    encoded,
+    read_result,
+    refuse_guard,
+)
 from assembler.tools.builtin.line_reader import CHUNK_BYTES, Selection, select_lines
 from assembler.tools.builtin.text_files import existing_mode
 from assembler.tools.builtin.workspace import display_path, resolve_in_workspace, workspace_root
@@ -125,6 +133,7 @@ def _writer(files: EditorFiles) -> Any:
                 ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots
             )
             shown = display_path(ctx.workspace, path)
+            refuse_guard(path, shown, ctx)  # the agent's own guards, as on disk
             size = len(encoded(content, "content"))
             previous = path.stat().st_size if existing_mode(path, shown) is not None else None
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +160,7 @@ def _editor(files: EditorFiles) -> Any:
                 ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots
             )
             shown = display_path(ctx.workspace, path)
+            refuse_guard(path, shown, ctx)  # the agent's own guards, as on disk
             text = None
             if existing_mode(path, shown) is not None:
                 text = await files.read(str(path), ctx.timeout)

@@ -21,7 +21,7 @@ call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from assembler.acp.modes import checked_mode, mode_state, mode_update
 from assembler.acp.permissions import EditorApprover
 from assembler.acp.updates import SessionUpdate, TurnUpdates, history_updates
 from assembler.agent.agent import Agent
+from assembler.agent.team import TeamMember
+from assembler.errors import UsageError
 from assembler.runner.events import RunEnd
 from assembler.tools.base import Tool
 
@@ -69,11 +71,7 @@ class EditorSession:
         self._tickets = 0  # turns received
         self._cancelled_before = 0  # turns received before the latest cancel
         self._running: asyncio.Task[PromptResponse] | None = None
-        member = agent.team.member if agent.team is not None else None
-        self._team: dict[str, Path] = {
-            m.path: m.manifest.workspace.resolve()
-            for m in (member.descendants() if member is not None else ())
-        }
+        self._team = TeamWorkspaces(agent.team.member if agent.team is not None else None)
         agent.set_approver(
             EditorApprover(client, session_id, lambda: self.turn),
             timeout=agent.manifest.limits.permission_timeout,
@@ -189,3 +187,27 @@ class EditorSession:
 
     async def _send(self, update: SessionUpdate) -> None:
         await self.client.session_update(session_id=self.id, update=update)
+
+
+class TeamWorkspaces(Mapping[str, Path]):
+    """The workspace of each sub-agent by its path (`lead/reviewer`), looked up in the
+    team tree when an event names it: a tree of many paths is never listed whole."""
+
+    def __init__(self, member: TeamMember | None) -> None:
+        self.member = member
+
+    def __getitem__(self, path: str) -> Path:
+        member = self.member
+        if member is None or not path.startswith(member.path + "/"):
+            raise KeyError(path)
+        try:
+            found = member.find(path.removeprefix(member.path + "/"))
+        except UsageError:
+            raise KeyError(path) from None
+        return found.manifest.workspace.resolve()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(m.path for m in (self.member.unique() if self.member else ()))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

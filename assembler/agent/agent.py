@@ -127,8 +127,15 @@ class Agent:
         """The system prompt the next model request would carry."""
         return self.runner.current_system_prompt()
 
-    def reload(self) -> ResourceSnapshot:
-        """Re-read resources and rebuild tools and prompt from the new snapshot, together."""
+    def reload(self, *, trust: bool | None = None) -> ResourceSnapshot:
+        """Re-read resources and rebuild tools and prompt from the new snapshot, together.
+
+        Extension files run again. When a file of the agent's code (of any agent of
+        its team) changed since trust was decided, nothing is reloaded without trust
+        again: `trust=True` (you read the change), or a yes to the question the agent
+        was built with; else a `TrustError` lists what changed."""
+        if self.team is not None and self.team.trust is not None:
+            self.team.trust.recheck(self.team.member, trust)
         snapshot = self.loader.reload()
         self.install(self.assembly.rebuild(snapshot))
         return snapshot

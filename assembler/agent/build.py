@@ -23,6 +23,7 @@ from typing import Unpack
 
 from assembler.agent.agent import Agent
 from assembler.agent.conversation import open_session
+from assembler.agent.guards import guarded_paths
 from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
@@ -43,9 +44,11 @@ from assembler.agent.services import (
 )
 from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
+from assembler.agent.trusting import TreeTrust
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import PermissionGate
+from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionPolicy
 from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
@@ -54,7 +57,6 @@ from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
-from assembler.trust import check_trust
 from assembler.validation.load import load_manifest
 
 
@@ -92,12 +94,13 @@ def build_agent(
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
     member = options.team if options.team is not None else load_team(manifest, env=environment)
-    check_trust(
-        manifest,
+    tree_trust = TreeTrust.decide(  # for the whole tree, before any of its code runs
+        member,
         options.trust,
         options.ask_trust,
         include_extensions=not (flags and flags.no_extensions),
-        children=[(m.path, m.manifest) for m in member.descendants()],
+        model=options.model,
+        replays=provider is None,
     )
     choice = None if provider is not None else check_model(manifest, options.model, environment)
     model_provider = provider
@@ -107,7 +110,7 @@ def build_agent(
     if recording is None and options.record_session:
         recording = create_session(manifest, choice, provider, options.session_dir)
     telemetry = create_telemetry(manifest, choice, provider, environment)
-    subagents = Team(member, build_agent, replace(options, env=environment))
+    subagents = Team(member, build_agent, replace(options, env=environment), trust=tree_trust)
     assembly = Assembly(
         manifest,
         trace_factory=trace_factory(recording),
@@ -148,6 +151,8 @@ def build_agent(
                 also_secret=key_variables(manifest, choice),
             ),
             read_roots=skill_directories(manifest, flags, snapshot),
+            hidden=hidden_patterns(manifest.permissions, options.permission_mode),
+            guarded=guarded_paths(member),
         ),
         settings=choice.settings if choice is not None else None,
         model_name=choice.name if choice is not None else "",

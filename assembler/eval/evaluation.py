@@ -24,7 +24,7 @@ from assembler.eval.execute import run_task
 from assembler.eval.records import ResultsWriter, RunRecord
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
-from assembler.trust import ProjectCode
+from assembler.trust import ProjectCode, TrustDecision, replay_code
 
 DEFAULT_CONCURRENCY = 4
 RESULTS_DIRECTORY = "eval-results"
@@ -48,12 +48,18 @@ class LocalExecutor:
     """Runs in this process, on this event loop, with the manifest and its team of
     sub-agents loaded once per evaluation."""
 
-    def __init__(self, manifest: Manifest, team: TeamMember | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        team: TeamMember | None = None,
+        trust: TrustDecision | None = None,
+    ) -> None:
         self.manifest = manifest
         self.team = team if team is not None else load_team(manifest)
+        self.trust = trust
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest, team=self.team)
+        return await run_task(request, manifest=self.manifest, team=self.team, trust=self.trust)
 
     async def aclose(self) -> None:
         return None
@@ -104,14 +110,17 @@ async def evaluate(
     progress: ProgressSink,
     tally: Tally | None = None,
     team: TeamMember | None = None,
+    trust: TrustDecision | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
     the results file is opened once the executor is ready. `team`: the manifest's
-    sub-agent tree when the caller loaded it already (in process it is loaded once)."""
+    sub-agent tree when the caller loaded it already (in process it is loaded once).
+    `trust` is the decision for the agent tree (`assembler.agent.trusting.decide_trust`)
+    every task builds on."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     if scheduler is None:
-        executor = LocalExecutor(manifest, team)
+        executor = LocalExecutor(manifest, team, trust)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor
@@ -122,7 +131,7 @@ async def evaluate(
         paths = {run.manifest for run in runs} | {
             run.workspace or manifest.workspace for run in runs
         }
-        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths))
+        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths), trust)
         executor, lanes = cluster, concurrency or cluster.slots
     try:
         writer.open()  # once there is somewhere to run: no empty file for a failed start
@@ -145,9 +154,12 @@ def session_directory(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".jsonl") + ".sessions").absolute()
 
 
-def check_code(spec: EvalSpec) -> list[ProjectCode]:
+def check_code(
+    spec: EvalSpec, runs: Sequence[RunRequest] = (), manifest: Manifest | None = None
+) -> list[ProjectCode]:
     """The eval file's own project code, for the trust question: its `command` checks
-    run in every task's workspace on the file's say-so."""
+    run in every task's workspace on the file's say-so, and the replays its tasks
+    name as their model (`scripted:...`) choose the agent's tool calls."""
     commands: dict[str, list[str]] = {}
     for task in spec.tasks:
         for check in task.checks:
@@ -160,6 +172,9 @@ def check_code(spec: EvalSpec) -> list[ProjectCode]:
     ]
     if len(commands) > 10:
         items.append(ProjectCode(f"{len(commands) - 10} more check commands", root))
+    if manifest is not None:
+        for model in dict.fromkeys(run.model for run in runs if run.model):
+            items.extend(replay_code(manifest, model))
     return items
 
 

@@ -49,6 +49,7 @@ from assembler.runner.events import (
     TurnEnd,
     UsageEvent,
 )
+from assembler.trust import TrustDecision
 from assembler.validation.load import load_manifest
 
 BUILD_LOCK = threading.Lock()
@@ -154,19 +155,22 @@ async def run_task(
     manifest: Manifest | None = None,
     worker: str = "local",
     team: TeamMember | None = None,
+    trust: TrustDecision | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
     `manifest`: the agent, already loaded and validated, and `team` its sub-agent tree
     (in process both are loaded once per evaluation); without them, they are loaded
-    from `request.manifest` (a Dask worker, for each run it is given).
+    from `request.manifest` (a Dask worker, for each run it is given). `trust`: the
+    decision made for the whole agent tree before any task started; the agent is
+    built on it (without it, the user's trust store decides, and nobody is asked).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, team)
+            await _attempt(run, scratch, manifest, team, trust)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -183,7 +187,11 @@ async def run_task(
 
 
 async def _attempt(
-    run: _Run, scratch: Path, manifest: Manifest | None, team: TeamMember | None
+    run: _Run,
+    scratch: Path,
+    manifest: Manifest | None,
+    team: TeamMember | None,
+    trust: TrustDecision | None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
@@ -204,7 +212,7 @@ async def _attempt(
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace)
+            agent = _build(request, team, workspace, trust)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -252,15 +260,17 @@ async def _remove(scratch: Path) -> None:
         raise
 
 
-def _build(request: RunRequest, team: TeamMember, workspace: Path) -> Agent:
+def _build(
+    request: RunRequest, team: TeamMember, workspace: Path, trust: TrustDecision | None
+) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
-    the task's workspace moved there too."""
+    the task's workspace moved there too; its code must be what `trust` covered."""
     team = rebase_team(team, team.manifest.workspace, workspace)
     return build_agent(
         team.manifest,
         model=request.model,
         session_dir=request.session_dir / request.task.id,
-        trust=True,  # decided once, for the whole agent tree, before any task started
+        trust=trust,  # decided once, for the whole agent tree, before any task started
         team=team,
     )
 

@@ -231,12 +231,15 @@ class Limits:
 @dataclass(frozen=True)
 class PermissionsSpec:
     """The manifest's `permissions`: rules as written (`bash(git diff *)`), parsed
-    and matched by `assembler.permissions`; `default` decides calls no rule matches."""
+    and matched by `assembler.permissions`; `default` decides calls no rule matches.
+    `self_edit`: paths (relative to the manifest) of the agent's own guards that its
+    file tools may change after all (`assembler.agent.guards`)."""
 
     default: Literal["allow", "ask", "deny"] = "allow"
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    self_edit: tuple[str, ...] = ()
 
     @classmethod
     def from_data(cls, raw: Mapping[str, Any] | None) -> PermissionsSpec:
@@ -247,6 +250,7 @@ class PermissionsSpec:
             allow=tuple(raw.get("allow", ())),
             ask=tuple(raw.get("ask", ())),
             deny=tuple(raw.get("deny", ())),
+            self_edit=tuple(raw.get("self_edit", ())),
         )
 
 

@@ -43,6 +43,11 @@ class ToolContext:
     following it. While the runner executes a call, `call_id` is the call's id and
     `emit` sends events to the run's stream before the call ends (a sub-agent's work,
     as `runner.events.SubagentEvent`s); None when nobody listens.
+    `hidden` are regular expressions over rooted workspace paths (`/secrets/x`) that
+    `grep`, `find` and `ls` leave out: the manifest's `read` deny rules
+    (`assembler.permissions.hidden`). `guarded` are the agent's own files (manifests,
+    extensions, tool modules, replays, templates) that `write` and `edit` refuse to
+    change, whatever the rules say; a directory guards all it holds.
     """
 
     workspace: Path
@@ -53,6 +58,8 @@ class ToolContext:
     call_id: str = ""
     emit: Callable[[object], None] | None = None
     read_roots: tuple[Path, ...] = ()
+    hidden: tuple[str, ...] = ()
+    guarded: frozenset[Path] = frozenset()
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

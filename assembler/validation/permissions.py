@@ -27,6 +27,7 @@ from assembler.permissions.rules import PRECEDENCE, Rule, Verdict, parse_rule
 from assembler.permissions.subjects import BUILTIN_MAIN_ARGUMENTS
 from assembler.tools.builtin.names import BUILTIN_TOOL_NAMES
 from assembler.validation.checks import CheckContext, active_tool_names
+from assembler.validation.read_rules import check_read_reach
 
 _PATH_TOOLS = frozenset(
     n for n, (_, kind, _d) in BUILTIN_MAIN_ARGUMENTS.items() if kind != "command"
@@ -62,6 +63,7 @@ def check_permissions(ctx: CheckContext) -> Iterator[Issue]:
             )
             yield from _pattern_issues(ctx, at, rule)
     yield from _shadowed(ctx, parsed)
+    yield from check_read_reach(ctx, parsed)
 
 
 def _at(ctx: CheckContext, at: JsonPath, offset: int, message: str) -> Issue:

@@ -184,10 +184,15 @@ class Running:
 
 @asynccontextmanager
 async def serving(
-    manifest: Path, *args: str, editor: Editor | None = None, cwd: Path | None = None
+    manifest: Path,
+    *args: str,
+    editor: Editor | None = None,
+    cwd: Path | None = None,
+    trust: bool = True,
 ) -> AsyncIterator[Running]:
     """`assemble acp MANIFEST ARGS...` with the SDK's client connected to it; on exit
-    stdin is closed and the process must end by itself."""
+    stdin is closed and the process must end by itself. `trust`: pass `--trust`, since
+    the tests' replays call tools (a replay that calls tools is project code)."""
     client = editor or Editor()
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "stderr.txt"
@@ -195,6 +200,7 @@ async def serving(
             async with spawn_agent_process(
                 client,
                 sys.executable, "-m", "assembler", "acp", str(manifest), *args,
+                *(["--trust"] if trust and "--trust" not in args else []),
                 env=dict(os.environ),
                 cwd=cwd,
                 transport_kwargs={"stderr": stderr, "shutdown_timeout": 30.0},

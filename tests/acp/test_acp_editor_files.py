@@ -93,3 +93,33 @@ def test_without_the_capability_the_disk_is_used(tmp_path: Path) -> None:
     asyncio.run(scenario())
     assert (tmp_path / "work" / "a.txt").read_text() == "x"
     assert editor.file_requests == []
+
+
+def test_the_agents_own_guards_are_not_written_through_the_editor(tmp_path: Path) -> None:
+    """An extension inside the workspace is one of the agent's guards: `write` and
+    `edit` refuse it before the editor hears of it, as on disk."""
+    agent = manifest(
+        tmp_path,
+        "- tool_calls:\n"
+        "    - {name: write, arguments: {path: ext.py, content: 'pass'}}\n"
+        "    - {name: edit, arguments: {path: ext.py, old_text: options, new_text: o}}\n"
+        "- text: Done.\n",
+        extra="extensions:\n  - path: work/ext.py\nlimits:\n  max_parallel_tools: 1\n",
+        files=[("ext.py", "def setup(api, options):\n    pass\n")],
+    )
+    editor = Editor(capabilities=BOTH)
+
+    async def scenario() -> str:
+        async with serving(agent, "--no-session", "--trust", editor=editor) as acp:
+            session = await acp.start()
+            await acp.prompt(session, "Change the extension.")
+            return session
+
+    session = asyncio.run(scenario())
+    write, edit = editor.progress(session)
+    for refused in (write, edit):
+        assert refused.status == "failed" and "one of the agent's own guards" in str(
+            refused.content
+        )
+    assert editor.file_requests == []
+    assert (tmp_path / "work" / "ext.py").read_text() == "def setup(api, options):\n    pass\n"

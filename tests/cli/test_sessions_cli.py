@@ -167,7 +167,7 @@ def test_show_marks_compactions_and_forks(
 
 def test_show_links_a_team_both_ways(shipping: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lead = shipping / "agents" / "team" / "lead.yaml"
-    ran = assemble(capsys, "run", str(lead), "-p", "Review and test.")
+    ran = assemble(capsys, "run", str(lead), "--trust", "-p", "Review and test.")
     assert ran.code == 0, ran.err
     listed = json.loads(assemble(capsys, "sessions", "list", "--format", "json").out)
     parent = next(s for s in listed if s["agent"] == "lead")

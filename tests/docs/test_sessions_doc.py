@@ -30,7 +30,7 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
             text("## Goal\nthe summary"),
         ]
     )
-    agent = build_agent(lead, provider=model, session_dir=tmp_path / "sessions")
+    agent = build_agent(lead, provider=model, session_dir=tmp_path / "sessions", trust=True)
 
     async def go() -> None:
         async with agent:

@@ -84,7 +84,9 @@ def test_a_worker_killed_mid_run_is_an_error_and_the_run_completes(
     ]
     file = project.eval_file(tasks)
     out = project.root / "r.jsonl"
-    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--scheduler", "local:2")
+    outcome = assemble(
+        capsys, "eval", str(file), "--out", str(out), "--scheduler", "local:2", "--trust"
+    )
     assert outcome.code == 1
     records = results(out)
     assert len(records) == 5

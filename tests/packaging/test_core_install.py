@@ -89,7 +89,9 @@ def test_init_works_with_the_core_only(core: Path, tmp_path: Path) -> None:
     assert assemble(core, "init", "starter", "--template", "coding", cwd=tmp_path).returncode == 0
     validated = assemble(core, "validate", "starter/agent.yaml", cwd=tmp_path)
     assert validated.stdout == "1 manifest valid\n"
-    ran = assemble(core, "run", "starter/agent.yaml", "--no-session", "-p", "Tests?", cwd=tmp_path)
+    ran = assemble(
+        core, "run", "starter/agent.yaml", "--no-session", "--trust", "-p", "Tests?", cwd=tmp_path
+    )
     assert ran.returncode == 0, ran.stderr
     assert "AGENTS.md" in ran.stdout
 

@@ -10,6 +10,10 @@ model's mistakes. Their file work runs off the event loop within the tool timeou
 never the whole agent. `read` streams (`line_reader`), so its memory is bounded by the
 output limits whatever the file's size; `write` and `edit` replace the file through a
 temporary file and a rename, keeping its permissions.
+
+`write` and `edit` never change the agent's own guards (`ToolContext.guarded`: its
+manifests, extensions, tool modules, replays, templates), whatever the permission
+rules allow: the path is checked after every link and `..` was resolved.
 """
 
 from __future__ import annotations
@@ -113,6 +117,7 @@ async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     content = require_str(args, "content")
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
+    refuse_guard(path, shown, ctx)
     data = encoded(content, "content")
 
     def write() -> int | None:
@@ -139,6 +144,7 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     new_text = require_str(args, "new_text")
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
+    refuse_guard(path, shown, ctx)
     line = await run_blocking(
         lambda: _edit_file(path, shown, old_text, new_text),
         timeout=ctx.timeout,
@@ -149,6 +155,19 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         edit_summary(shown, line, old_text, new_text),
         details={"path": shown, "line": line},
     )
+
+
+def refuse_guard(path: Path, shown: str, ctx: ToolContext) -> None:
+    """A `ToolError` when `path` (resolved) is one of the agent's guards or lies in one."""
+    if not ctx.guarded:
+        return
+    if path in ctx.guarded or any(parent in ctx.guarded for parent in path.parents):
+        raise ToolError(
+            f"{shown} is one of the agent's own guards (its manifest, a sub-agent's, an "
+            "extension, a tool module, a replay script or a prompt template): the file "
+            "tools never change it, whatever the permission rules say. A person can; "
+            "a manifest opts a path in with `permissions.self_edit`."
+        )
 
 
 def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:

@@ -9,12 +9,17 @@ workspace, so they can be passed straight to `read` and `edit`.
 (`search_worker`) that is killed when the tool timeout expires: Python's `re`
 backtracks, and a pattern such as `^(a+)+$` would otherwise run for hours holding the
 GIL, past any timeout. `ls` lists one directory in a thread, within the timeout.
+
+All three leave out what the manifest's `read` deny rules hide (`ToolContext.hidden`):
+a denied file's lines are not grepped, its name is not found or listed, and a search
+rooted in a hidden path is refused. Output then says that something was left out.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,6 +67,29 @@ def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
     if base.is_relative_to(workspace):
         return workspace, base
     return containing_root(base, ctx.read_roots) or base, base
+
+
+HIDDEN_NOTE = "[paths the manifest's `read` rules deny are left out]"
+
+
+def _hidden(root: Path, ctx: ToolContext) -> list[str]:
+    """The `read`-denied patterns that apply under `root` (the workspace; a skill
+    directory outside it is not governed by workspace-relative rules)."""
+    return list(ctx.hidden) if root == workspace_root(ctx.workspace) else []
+
+
+def _refuse_hidden(root: Path, base: Path, ctx: ToolContext) -> None:
+    """A search or listing rooted at a path `read` may not see is refused."""
+    patterns = _hidden(root, ctx)
+    if not patterns or not base.is_relative_to(root):
+        return
+    relative = base.relative_to(root).as_posix()
+    rooted = "" if relative == "." else "/" + relative
+    if any(re.fullmatch(p, rooted, re.DOTALL) for p in patterns):
+        raise ToolError(
+            f"{display_path(ctx.workspace, base)} is hidden by the manifest's `read` "
+            "deny rules: its content and names are not shown"
+        )
 
 
 def _prefix(root: Path, ctx: ToolContext) -> str:
@@ -148,6 +176,7 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     root, base = _base(args, ctx)
     if not base.exists():
         raise ToolError(f"{display_path(ctx.workspace, base)}: no such file or directory")
+    _refuse_hidden(root, base, ctx)
     answer = await _in_worker(
         {
             "op": "grep",
@@ -159,6 +188,7 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             "limit": limit,
             "max_line": MAX_LINE_CHARS,
             "max_file": MAX_GREP_FILE_BYTES,
+            "hidden": _hidden(root, ctx),
         },
         ctx,
         "grep",
@@ -171,6 +201,8 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         extra.append(f"[stopped after {limit} matches; narrow the pattern, path or glob]")
     if answer["skipped_large"]:
         extra.append(f"[skipped {answer['skipped_large']} files larger than 10 MB]")
+    if answer.get("hidden"):
+        extra.append(HIDDEN_NOTE)
     details = {"matches": len(found)}
     if not found:
         return ToolResult("\n".join(["No matches.", *extra]), details=details)
@@ -184,8 +216,16 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     root, base = _base(args, ctx)
     if not base.is_dir():
         raise ToolError(f"{display_path(ctx.workspace, base)} is not a directory")
+    _refuse_hidden(root, base, ctx)
     answer = await _in_worker(
-        {"op": "find", "pattern": pattern, "root": str(root), "base": str(base), "limit": limit},
+        {
+            "op": "find",
+            "pattern": pattern,
+            "root": str(root),
+            "base": str(base),
+            "limit": limit,
+            "hidden": _hidden(root, ctx),
+        },
         ctx,
         "find",
     )
@@ -195,29 +235,50 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     extra = []
     if count > limit:
         extra.append(f"[showing {limit} of {count} files; narrow the pattern or path]")
+    if answer.get("hidden"):
+        extra.append(HIDDEN_NOTE)
     details = {"matches": count}
     if not found:
-        return ToolResult("No files found.", details=details)
+        return ToolResult("\n".join(["No files found.", *extra]), details=details)
     return _finish("\n".join(found), ctx, extra, details)
 
 
 @guarded("ls", ("path",))
 async def _ls(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    _, base = _base(args, ctx)
+    root, base = _base(args, ctx)
     shown = display_path(ctx.workspace, base)
     if not base.exists():
         raise ToolError(f"{shown}: no such directory")
     if not base.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use `read` to see it")
+    _refuse_hidden(root, base, ctx)
+    hidden = [re.compile(p, re.DOTALL) for p in _hidden(root, ctx)]
+    above = "/" + base.relative_to(root).as_posix() if base != root and hidden else ""
 
-    def listing() -> list[str]:
+    def concealed(name: str, link: bool) -> bool:
+        """Hidden by its path, or (a link) by where it leads, as `read` resolves it."""
+        paths = [f"{above}/{name}"]
+        if link:
+            target = Path(os.path.realpath(base / name))
+            if target.is_relative_to(root):
+                paths.append("/" + target.relative_to(root).as_posix())
+        return any(h.fullmatch(p) for h in hidden for p in paths)
+
+    def listing() -> tuple[list[str], int]:
         with os.scandir(base) as scan:
-            return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in scan)
+            names = [(entry.name, entry.is_dir(), entry.is_symlink()) for entry in scan]
+        kept = [
+            name + ("/" if is_dir else "")
+            for name, is_dir, link in names
+            if not (hidden and concealed(name, link))
+        ]
+        return sorted(kept), len(names) - len(kept)
 
-    entries = await run_blocking(listing, timeout=ctx.timeout, what=f"ls {shown}")
+    entries, left_out = await run_blocking(listing, timeout=ctx.timeout, what=f"ls {shown}")
+    extra = [HIDDEN_NOTE] if left_out else []
     if not entries:
-        return ToolResult(f"({shown} is empty)", details={"entries": 0})
-    return _finish("\n".join(entries), ctx, [], {"entries": len(entries)})
+        return ToolResult("\n".join([f"({shown} is empty)", *extra]), details={"entries": 0})
+    return _finish("\n".join(entries), ctx, extra, {"entries": len(entries)})
 
 
 _SEARCH_PATH = {

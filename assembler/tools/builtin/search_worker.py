@@ -10,7 +10,10 @@ tool kills when the timeout expires or the call is cancelled. The child dies wit
 assembler too (`PR_SET_PDEATHSIG`).
 
 Started as `python -I -S -c <WORKER_BOOT> <package root>` by `search_tools`: the request
-is one JSON object on stdin, the answer one JSON object on stdout.
+is one JSON object on stdin, the answer one JSON object on stdout. `hidden` in the
+request lists regular expressions over rooted paths (`/secrets/prod.env`) that the
+manifest's `read` deny rules keep from the model: such files are neither searched
+nor listed, and the answer says how many were left out.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,27 @@ from assembler.tools.builtin.sniff import looks_binary
 from assembler.tools.builtin.tree import glob_matcher, walk_files
 
 PR_SET_PDEATHSIG = 1
+
+
+def _hidden(request: dict[str, Any]) -> Callable[[Path], bool]:
+    """A test telling whether a file found under the root is hidden: by its own path,
+    or, for a link, by the path it leads to (as `read` resolves it)."""
+    patterns = [re.compile(p, re.DOTALL) for p in request.get("hidden") or ()]
+    root = Path(request["root"])
+
+    def matched(path: Path) -> bool:
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            return False
+        return any(p.fullmatch("/" + rel) for p in patterns)
+
+    def hidden(path: Path) -> bool:
+        if not patterns:
+            return False
+        return matched(path) or (path.is_symlink() and matched(Path(os.path.realpath(path))))
+
+    return hidden
 
 
 def grep(request: dict[str, Any]) -> dict[str, Any]:
@@ -42,10 +67,14 @@ def grep(request: dict[str, Any]) -> dict[str, Any]:
     limit, max_line, max_file = request["limit"], request["max_line"], request["max_file"]
     files = [base] if base.is_file() else walk_files(root, base)
     found: list[str] = []
-    skipped_large = 0
+    skipped_large = hidden_files = 0
+    is_hidden = _hidden(request)
     for path in files:
         rel = path.relative_to(root).as_posix()
         if matches_glob and base.is_dir() and not matches_glob(path.relative_to(base).as_posix()):
+            continue
+        if is_hidden(path):
+            hidden_files += 1
             continue
         try:
             if path.stat().st_size > max_file:
@@ -67,19 +96,20 @@ def grep(request: dict[str, Any]) -> dict[str, Any]:
                     break
         if len(found) > limit:
             break
-    return {"found": found, "skipped_large": skipped_large}
+    return {"found": found, "skipped_large": skipped_large, "hidden": hidden_files}
 
 
 def find(request: dict[str, Any]) -> dict[str, Any]:
     """The first `limit` matching paths, sorted, and how many matched in all."""
     matches = glob_matcher(request["pattern"])
     root, base = Path(request["root"]), Path(request["base"])
-    found = sorted(
-        path.relative_to(root).as_posix()
-        for path in walk_files(root, base)
-        if matches(path.relative_to(base).as_posix())
-    )
-    return {"paths": found[: request["limit"]], "count": len(found)}
+    is_hidden = _hidden(request)
+    matched = [
+        path for path in walk_files(root, base) if matches(path.relative_to(base).as_posix())
+    ]
+    found = sorted(path.relative_to(root).as_posix() for path in matched if not is_hidden(path))
+    hidden = len(matched) - len(found)
+    return {"paths": found[: request["limit"]], "count": len(found), "hidden": hidden}
 
 
 def match(request: dict[str, Any]) -> dict[str, Any]:
