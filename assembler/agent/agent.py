@@ -23,6 +23,7 @@ from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
 from assembler.messages import Message, ToolSchema, Usage
 from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
 from assembler.runner.events import (
@@ -36,6 +37,8 @@ from assembler.runner.events import (
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
 from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
+from assembler.tools.base import ToolResult
+from assembler.tools.builtin.files import READ_TOOL
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -84,6 +87,7 @@ class Agent:
         self._started = False
         self._closed = False
         self._touched = TouchedFiles()
+        self._approver: tuple[Approver | None, float | None] = (None, None)
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
@@ -354,6 +358,22 @@ class Agent:
         self.use_session(restore(session))
         return session
 
+    async def read_file(self, path: str) -> ToolResult:
+        """`path` read as the `read` tool reads it for the model (confined to the
+        workspace, cut to the output limits), after the permission rules: a deny is an
+        error result. For a file a person names (`@path` in the terminal); an `ask` is
+        that person's own request, so it is not asked again."""
+        tool = self.registry.get("read")
+        if tool is None or tool.source != "builtin":  # an agent without `read`: its rules
+            tool = READ_TOOL
+        arguments = {"path": path}
+        gate = self.permissions
+        if gate is not None:
+            decision = gate.policy.decide("read", arguments, tool)
+            if decision.verdict == "deny":
+                return ToolResult(decision.reason, is_error=True)
+        return await tool.execute(arguments, self.runner.tool_context)
+
     # -- permissions ----------------------------------------------------------------------
 
     @property
@@ -365,10 +385,26 @@ class Agent:
     def set_approver(self, approver: Approver | None, *, timeout: float | None = None) -> None:
         """Who answers `ask` rules from now on (None: nobody, so an ask is a deny), and
         how long to wait for an answer (RPC and ACP clients; a person is not hurried)."""
+        self._approver = (approver, timeout)
         gate = self.permissions
         if gate is not None:
             gate.approver = approver
             gate.timeout = timeout
+
+    def set_permission_mode(self, mode: PermissionMode) -> None:
+        """What an `ask` becomes from the next call on (`default`, `accept-edits`,
+        `deny-asks`, `bypass`): an editor's mode switch, a terminal's. An agent built
+        without rules and in the default mode gets the manifest's (empty) rules now,
+        with the approver it was given."""
+        gate = self.permissions
+        if gate is not None:
+            gate.policy = gate.policy.with_mode(mode)
+            return
+        policy = PermissionPolicy.from_spec(
+            self.manifest.permissions, workspace=self.manifest.workspace.resolve(), mode=mode
+        )
+        approver, timeout = self._approver
+        self.runner.permissions = PermissionGate(policy, approver, timeout=timeout)
 
     def _session_dir(self) -> Path | None:
         return self.session.path.parent if self.session is not None else None
