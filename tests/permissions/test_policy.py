@@ -208,3 +208,10 @@ def test_malformed_rules_and_modes_are_errors(workspace: Path) -> None:
     policy = PermissionPolicy.from_spec(None, workspace=workspace)
     with pytest.raises(PermissionRuleError, match="empty pattern"):
         policy.with_session_rule("bash()")
+
+
+def test_an_mcp_rule_never_names_a_builtin_tool_of_the_same_name(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="allow", deny=("mcp:*/bash",)), workspace=workspace
+    )
+    assert policy.decide("bash", {"command": "ls"}, None).verdict == "allow"
