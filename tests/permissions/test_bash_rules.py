@@ -131,7 +131,7 @@ def test_a_deny_rule_sees_through_wrappers_and_nesting(workspace: Path, command:
     ["bash -c 'rm x'", "sh -c 'rm -rf /'", "eval 'rm x'", "env FOO=1 rm x", "git status; rm x",
      "echo $(rm x)", "cat <(rm x)", "/bin/rm x", "\\rm x", "r''m x", "sudo -u root rm x",
      "xargs rm", "find . -exec rm {} +", "trap 'rm x' EXIT", "timeout -s KILL 5 rm x",
-     "coproc rm x", "timeout --signal=KILL 5 rm x", "sudo -En rm x", "watch -n 1 rm x"],
+     "coproc rm x", "timeout --signal=KILL 5 rm x", "sudo -En rm x", "watch -n 1 rm x", "bash -c -- 'rm x'"],
 )  # fmt: skip
 def test_a_deny_rule_denies_a_visible_command_anywhere(workspace: Path, command: str) -> None:
     spec = PermissionsSpec(default="allow", allow=("bash",), deny=("bash(rm *)",))
@@ -176,6 +176,7 @@ def test_what_the_parser_cannot_see_is_asked_not_allowed(workspace: Path, comman
         "nohup git status",
         "command -p git status",
         "nice -10 git status",
+        "nohup time -p git status",
         "git status # a comment",
         "git status &",
         "git status <<< input",
@@ -329,3 +330,20 @@ def test_a_line_that_changes_what_names_run_is_asked_under_a_deny_rule(
     workspace: Path, command: str
 ) -> None:
     assert _decide_under_deny(workspace, "rm *", command) == "ask"
+
+
+def test_the_reason_names_the_wrapper_whose_options_are_not_understood(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(ALLOW_STATUS, workspace=workspace)
+    decision = policy.decide("bash", {"command": "sudo -Z git status"}, None)
+    assert "(`sudo` has options that are not understood)" in decision.reason
+
+
+def test_a_wrapper_with_nothing_to_run_is_not_denied(workspace: Path) -> None:
+    assert _decide_under_deny(workspace, "rm *", "timeout 5") == "allow"
+
+
+def test_a_rule_can_allow_running_a_named_script_with_bash(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask", allow=("bash(bash scripts/t.sh)",)), workspace=workspace
+    )
+    assert policy.decide("bash", {"command": "bash scripts/t.sh"}, None).verdict == "allow"
