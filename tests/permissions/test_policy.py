@@ -215,3 +215,54 @@ def test_an_mcp_rule_never_names_a_builtin_tool_of_the_same_name(workspace: Path
         PermissionsSpec(default="allow", deny=("mcp:*/bash",)), workspace=workspace
     )
     assert policy.decide("bash", {"command": "ls"}, None).verdict == "allow"
+
+
+def _decide(workspace: Path, spec: PermissionsSpec, tool: str, arguments: dict[str, Any]) -> Any:
+    return PermissionPolicy.from_spec(spec, workspace=workspace).decide(tool, arguments, None)
+
+
+def test_the_reason_says_which_rule_decided_and_how(workspace: Path) -> None:
+    spec = PermissionsSpec(
+        default="ask", allow=("bash(git status)",), ask=("bash(git push *)",), deny=("bash(rm *)",)
+    )
+    reasons = [
+        _decide(workspace, spec, "bash", {"command": c}).reason
+        for c in ("git status", "git push", "rm x")
+    ]
+    assert reasons == [
+        "allowed by `bash(git status)`",
+        "needs approval under the rule `bash(git push *)`",
+        "denied by the rule `bash(rm *)`",
+    ]
+
+
+def test_the_reason_says_which_deny_rule_an_unseen_command_cannot_be_checked_against(
+    workspace: Path,
+) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(rm -rf *)",))
+    decision = _decide(workspace, spec, "bash", {"command": "rm $y"})
+    assert decision.reason == (
+        "cannot be checked against `bash(rm -rf *)`: "
+        "`bash(rm -rf *)` may match once the line's expansions are known"
+    )
+
+
+def test_without_a_deny_or_ask_rule_an_unseen_command_follows_the_default(
+    workspace: Path,
+) -> None:
+    spec = PermissionsSpec(default="allow", allow=("bash(git status)",))
+    assert _decide(workspace, spec, "bash", {"command": 'eval "$x"'}).verdict == "allow"
+
+
+def test_a_session_rule_for_a_directory_search_covers_the_tree(workspace: Path) -> None:
+    (workspace / "src" / "deep").mkdir(parents=True, exist_ok=True)
+    policy = PermissionPolicy.from_spec(PermissionsSpec(default="ask"), workspace=workspace)
+    rules = policy.session_rules_for("grep", {"path": "src", "pattern": "x"}, None)
+    allowed = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask", allow=rules), workspace=workspace
+    )
+    verdicts = [
+        allowed.decide("grep", {"path": p, "pattern": "x"}, None).verdict
+        for p in ("src", "src/deep", ".")
+    ]
+    assert verdicts == ["allow", "allow", "ask"]
