@@ -347,3 +347,9 @@ def test_a_rule_can_allow_running_a_named_script_with_bash(workspace: Path) -> N
         PermissionsSpec(default="ask", allow=("bash(bash scripts/t.sh)",)), workspace=workspace
     )
     assert policy.decide("bash", {"command": "bash scripts/t.sh"}, None).verdict == "allow"
+
+
+def test_bash_given_dash_s_after_double_dash_is_asked_under_a_deny_rule(workspace: Path) -> None:
+    """The checker reads `bash -- -s` as reading commands from its input (bash would
+    run a file named `-s`): either way what runs is not on the line, so it is asked."""
+    assert _decide_under_deny(workspace, "rm *", "bash -- -s") == "ask"

@@ -137,3 +137,8 @@ def test_a_quoted_session_word_reads_back_as_itself(word: str) -> None:
     """Session rules are written with `quote_word`: the rule must match that very word."""
     pattern = compile_command_pattern(f"echo {quote_word(word)}")
     assert pattern.matches(f"echo {word}")
+
+
+def test_a_word_made_only_of_escaped_characters_is_still_a_word() -> None:
+    pattern = compile_command_pattern("rm \\*")
+    assert (pattern.matches("rm *"), pattern.matches("rm")) == (True, False)

@@ -266,3 +266,11 @@ def test_a_session_rule_for_a_directory_search_covers_the_tree(workspace: Path) 
         for p in ("src", "src/deep", ".")
     ]
     assert verdicts == ["allow", "allow", "ask"]
+
+
+def test_an_ask_turned_into_a_deny_by_the_mode_says_the_mode_decided(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask"), workspace=workspace, mode="deny-asks"
+    )
+    decision = policy.decide("bash", {"command": "ls"}, None)
+    assert (decision.verdict, decision.origin) == ("deny", "mode")

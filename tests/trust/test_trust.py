@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -296,3 +297,21 @@ def test_trusting_creates_a_config_directory_that_does_not_exist_yet(tmp_path: P
 def test_a_trust_decision_survives_the_trip_to_a_worker_process(tmp_path: Path) -> None:
     decision = TrustDecision(frozenset({tmp_path / "agent.yaml"}), frozenset({"ab" * 32}), False)
     assert TrustDecision.from_dict(decision.to_dict()) == decision
+
+
+def test_trusting_a_second_directory_keeps_the_first(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    store = TrustStore(tmp_path / "config")
+    store.add(tmp_path / "one")
+    store.add(tmp_path / "two")
+    assert store.is_trusted(tmp_path / "one") and store.is_trusted(tmp_path / "two")
+
+
+def test_a_trust_decision_fingerprints_the_code_it_covered(tmp_path: Path) -> None:
+    code_file = tmp_path / "ext.py"
+    code_file.write_text("x = 1\n")
+    decision = TrustDecision.of(
+        [tmp_path / "agent.yaml"], [ProjectCode("extension", tmp_path, (code_file,))], True
+    )
+    assert decision.digests == {hashlib.sha256(b"x = 1\n").hexdigest()}
