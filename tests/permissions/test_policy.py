@@ -274,3 +274,14 @@ def test_an_ask_turned_into_a_deny_by_the_mode_says_the_mode_decided(workspace: 
     )
     decision = policy.decide("bash", {"command": "ls"}, None)
     assert (decision.verdict, decision.origin) == ("deny", "mode")
+
+
+def test_an_ask_rule_that_an_expansion_may_match_is_asked(workspace: Path) -> None:
+    spec = PermissionsSpec(default="allow", ask=("bash(rm -rf *)",))
+    assert _decide(workspace, spec, "bash", {"command": "rm $y"}).verdict == "ask"
+
+
+def test_the_reason_lists_three_rules_in_full(workspace: Path) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(a *)", "bash(b *)", "bash(c *)"))
+    reason = _decide(workspace, spec, "bash", {"command": 'eval "$x"'}).reason
+    assert reason.startswith("cannot be checked against `bash(a *)`, `bash(b *)`, `bash(c *)`: ")
