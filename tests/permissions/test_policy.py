@@ -285,3 +285,13 @@ def test_the_reason_lists_three_rules_in_full(workspace: Path) -> None:
     spec = PermissionsSpec(default="allow", deny=("bash(a *)", "bash(b *)", "bash(c *)"))
     reason = _decide(workspace, spec, "bash", {"command": 'eval "$x"'}).reason
     assert reason.startswith("cannot be checked against `bash(a *)`, `bash(b *)`, `bash(c *)`: ")
+
+
+def test_a_deny_rule_on_a_file_denies_a_search_of_the_directory_holding_it(
+    workspace: Path,
+) -> None:
+    (workspace / "secrets").mkdir(exist_ok=True)
+    (workspace / "secrets" / "key").write_text("k")
+    spec = PermissionsSpec(default="allow", deny=("grep(secrets/key)",))
+    decision = _decide(workspace, spec, "grep", {"path": "secrets", "pattern": "x"})
+    assert decision.verdict == "deny"
