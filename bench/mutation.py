@@ -77,6 +77,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "assembler/permissions/bash_builtins.py": ("tests/permissions",),
     "assembler/trust.py": _TRUST,
     "assembler/trust_files.py": _TRUST,
+    "assembler/agent/trusting.py": (*_TRUST, "tests/agent/test_subagents.py"),
     "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py",),
     "assembler/sandbox/policy.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_runtime.py"),
 }

@@ -142,3 +142,8 @@ def test_a_quoted_session_word_reads_back_as_itself(word: str) -> None:
 def test_a_word_made_only_of_escaped_characters_is_still_a_word() -> None:
     pattern = compile_command_pattern("rm \\*")
     assert (pattern.matches("rm *"), pattern.matches("rm")) == (True, False)
+
+
+def test_an_escaped_space_joins_two_words_into_one() -> None:
+    pattern = compile_command_pattern("echo a\\ b")
+    assert (pattern.matches("echo a b"), pattern.matches("echo a")) == (True, False)

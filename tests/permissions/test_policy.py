@@ -295,3 +295,18 @@ def test_a_deny_rule_on_a_file_denies_a_search_of_the_directory_holding_it(
     spec = PermissionsSpec(default="allow", deny=("grep(secrets/key)",))
     decision = _decide(workspace, spec, "grep", {"path": "secrets", "pattern": "x"})
     assert decision.verdict == "deny"
+
+
+def test_bypass_still_denies_what_cannot_be_checked_against_a_deny_rule(workspace: Path) -> None:
+    spec = PermissionsSpec(default="ask", ask=("bash(git push *)",), deny=("bash(rm *)",))
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace, mode="bypass")
+    decision = policy.decide("bash", {"command": 'eval "$x"'}, None)
+    assert decision.verdict == "deny"
+    assert decision.reason.startswith("cannot be checked against `bash(rm *)`: ")
+    assert decision.reason.endswith("(permission mode `bypass` skips questions, not deny rules)")
+
+
+def test_bypass_skips_an_ask_rule_it_cannot_check(workspace: Path) -> None:
+    spec = PermissionsSpec(default="ask", ask=("bash(git push *)",))
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace, mode="bypass")
+    assert policy.decide("bash", {"command": 'eval "$x"'}, None).verdict == "allow"
