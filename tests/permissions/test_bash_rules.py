@@ -176,6 +176,7 @@ def test_what_the_parser_cannot_see_is_asked_not_allowed(workspace: Path, comman
         "nohup git status",
         "command -p git status",
         "nice -10 git status",
+        "nice -10 -- git status",
         "nohup time -p git status",
         "git status # a comment",
         "git status &",
@@ -353,3 +354,13 @@ def test_bash_given_dash_s_after_double_dash_is_asked_under_a_deny_rule(workspac
     """The checker reads `bash -- -s` as reading commands from its input (bash would
     run a file named `-s`): either way what runs is not on the line, so it is asked."""
     assert _decide_under_deny(workspace, "rm *", "bash -- -s") == "ask"
+
+
+def test_bash_dash_c_with_no_string_is_asked_under_a_deny_rule(workspace: Path) -> None:
+    assert _decide_under_deny(workspace, "rm *", "bash -c") == "ask"
+
+
+def test_the_reason_names_the_shell_that_reads_commands_from_its_input(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(ALLOW_STATUS, workspace=workspace)
+    decision = policy.decide("bash", {"command": "git status | sh"}, None)
+    assert "`sh` runs commands read from its input" in decision.reason
