@@ -97,6 +97,9 @@ BYPASSES = [
     # (`timeout -9`) means the command after it is not known
     "/usr/bin/timeout 5 git status",
     "timeout -9 5 git status",
+    # wrappers seen through for deny rules only
+    "doas git status",
+    "coproc git status",
 ]
 
 
