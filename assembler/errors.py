@@ -191,6 +191,16 @@ class SessionError(RunError):
     """A session file cannot be read or written."""
 
 
+class ConversionError(UsageError):
+    """A session cannot be turned into a test as asked (`assemble sessions to-test`):
+    its workspace cannot be rebuilt, its manifest is gone, the output exists, ..."""
+
+
+class ReplayDivergence(ProviderError):
+    """A replayed run sent the model something other than the session recorded; the
+    message locates the first difference (`turn 3: section `tools` changed: ...`)."""
+
+
 class MemoryStoreError(RunError):
     """A memory record is invalid or the store cannot be written."""
 

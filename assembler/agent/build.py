@@ -28,8 +28,10 @@ from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
     check_model,
+    choose_model,
     create_model_provider,
     is_builtin_provider,
+    manifest_settings,
     shown_endpoint,
 )
 from assembler.agent.options import BuildChanges, BuildOptions
@@ -47,6 +49,7 @@ from assembler.agent.team import load_team
 from assembler.agent.trusting import TreeTrust
 from assembler.errors import SessionError
 from assembler.manifest.model import BuiltinToolSet, Manifest, MCPToolSet, PermissionsSpec
+from assembler.messages import ModelSettings
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionPolicy
@@ -143,7 +146,7 @@ def build_agent(
     assembly.sandbox = Sandbox.start(manifest.sandbox, manifest.workspace.resolve(), manifest.path)
     if assembly.sandbox is not None and _runs_commands(manifest):
         prepare_sandbox(assembly.sandbox.policy().to_dict())
-    window = limits.context_window or _known_window(choice)
+    window = limits.context_window or _known_window(choice or _given_choice(manifest, options))
     runner = AgentRunner(
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
         permissions=_permission_gate(manifest, options),
@@ -166,7 +169,7 @@ def build_agent(
             sandbox=assembly.sandbox,
             processes=assembly.processes,
         ),
-        settings=choice.settings if choice is not None else None,
+        settings=choice.settings if choice is not None else _given_settings(manifest, options),
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
@@ -237,3 +240,19 @@ def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGat
 
 def _known_window(choice: ModelChoice | None) -> int | None:
     return context_window(choice.provider, choice.name) if choice is not None else None
+
+
+def _given_settings(manifest: Manifest, options: BuildOptions) -> ModelSettings | None:
+    """The settings a given provider is sent: those of `options.model` when it names
+    one too (a replay, with the model its session ran), else the manifest's own."""
+    if options.model:
+        return choose_model(manifest, options.model, options.env).settings
+    return manifest_settings(manifest)
+
+
+def _given_choice(manifest: Manifest, options: BuildOptions) -> ModelChoice | None:
+    """The model a given provider stands for (`options.model`, else the manifest's),
+    for its context window: a replay compacts where its session did."""
+    if not options.model and manifest.model is None:
+        return None
+    return choose_model(manifest, options.model, options.env)

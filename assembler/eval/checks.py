@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import ToolError
+from assembler.eval.session_checks import files_equal, tool_sequence
 from assembler.eval.spec import Check
 from assembler.eval.workspace import differences, digests
 from assembler.permissions.path_patterns import PathPattern, compile_path_pattern
@@ -103,6 +104,10 @@ async def run_checks(
             passed, evidence = _answer_contains(check, answer)
         elif check.kind == "answer_matches":
             passed, evidence = await _answer_matches(check, answer, check_timeout)
+        elif check.kind == "files_equal":
+            passed, evidence = await asyncio.to_thread(files_equal, check, workspace)
+        elif check.kind == "tool_sequence":
+            passed, evidence = tool_sequence(check, calls)
         else:
             passed, evidence = _tool(check, calls)
         results.append(CheckResult(check.kind, check.describe(), passed, evidence))

@@ -52,6 +52,9 @@ class RunRecord:
     worker: str = ""
     started: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    replay: str = ""
+    """A replayed session's diagnosis: its first divergence, or that every request
+    was as recorded (`assemble sessions to-test`)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -96,6 +99,7 @@ class RunRecord:
             "worker": self.worker,
             "started": self.started,
             "metadata": dict(self.metadata),
+            **({"replay": self.replay} if self.replay else {}),
         }
 
     @classmethod
@@ -126,6 +130,7 @@ class RunRecord:
             worker=str(data.get("worker", "")),
             started=str(data.get("started", "")),
             metadata=dict(data.get("metadata") or {}),
+            replay=str(data.get("replay", "")),
         )
 
 

@@ -213,7 +213,9 @@ class AgentRunner(ToolCalls):
 
     # -- the run ------------------------------------------------------------------------
 
-    async def run(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def run(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run one prompt to the end, yielding events; the last is always `RunEnd`
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
@@ -368,6 +370,8 @@ class AgentRunner(ToolCalls):
             tools=self.parts.registry.schemas(),
             settings=self.settings,
         )
+        if self.recorder is not None:
+            self.recorder.request(system, request.tools)
         done = None
         async for event in self.provider.stream(request):
             if isinstance(event, ResponseDone):
