@@ -43,14 +43,16 @@ from assembler.agent.services import (
 )
 from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
-from assembler.errors import SessionError
+from assembler.errors import ConfigurationError, SessionError
 from assembler.manifest.model import Manifest, PermissionsSpec
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.policy import PermissionPolicy
-from assembler.providers.windows import context_window
+from assembler.prompt.renderer import stable_length
+from assembler.providers.windows import context_window, max_output_tokens
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
+from assembler.runner.metering import Meter
 from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
 from assembler.tools.environment import tool_environment
@@ -132,6 +134,9 @@ def build_agent(
     limits = manifest.limits
     window = limits.context_window or _known_window(choice)
     runner = AgentRunner(
+        meter=_meter(manifest, options, choice, window),
+        stable_prefix=stable_length,
+        max_output=max_output_tokens(choice.provider, choice.name) if choice else None,
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
         permissions=_permission_gate(manifest, options),
         provider=traced,
@@ -200,6 +205,31 @@ def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGat
         manifest.permissions, workspace=manifest.workspace.resolve(), mode=options.permission_mode
     )
     return PermissionGate(policy, options.approver)
+
+
+def _meter(
+    manifest: Manifest, options: BuildOptions, choice: ModelChoice | None, window: int | None
+) -> Meter:
+    """The runner's meter: the manifest's budget with the caller's limits over it, the
+    model's price, and the pot of whoever this agent works for. A budget in dollars on
+    a model without a price cannot be kept, so it is refused here (and at `validate`);
+    so is an agent without a price working for a pot that counts dollars."""
+    limits = manifest.limits.budget.overridden(options.budget)
+    price = options.price or (choice.price if choice is not None else None)
+    model = choice.label if choice is not None else "the given model"
+    if price is None and limits.cost_usd is not None:
+        raise ConfigurationError(
+            f"{manifest.name}: a `cost_usd` budget needs the price of {model}, which is not "
+            "in the price table: set `model.price: {input, output}` (US dollars per million "
+            "tokens), or budget `tokens` instead"
+        )
+    pot = options.budget_pot
+    if price is None and pot is not None and any(p.limits.cost_usd for p in pot.chain()):
+        raise ConfigurationError(
+            f"{manifest.name}: it works within a `cost_usd` budget, and the price of {model} "
+            "is not known: set its `model.price`"
+        )
+    return Meter(limits=limits, price=price, parent=pot, context_window=window)
 
 
 def _known_window(choice: ModelChoice | None) -> int | None:

@@ -27,8 +27,8 @@ class SessionRecorder:
         self.entry_ids: list[str] = list(entry_ids)
         """The entry of each message in `runner.messages`, in order ("" if none)."""
 
-    def message(self, message: Message, usage: Usage | None) -> None:
-        entry = self.session.append_message(message, usage=usage)
+    def message(self, message: Message, usage: Usage | None, cost: float | None = None) -> None:
+        entry = self.session.append_message(message, usage=usage, cost=cost)
         self.entry_ids.append(entry.id)
 
     def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None:

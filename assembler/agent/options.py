@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
+    from assembler.budgets import BudgetLimits
     from assembler.agent.team import TeamMember
     from assembler.permissions.gate import Approver
     from assembler.permissions.policy import PermissionMode
+    from assembler.pricing import Price
     from assembler.providers.base import ModelProvider
     from assembler.resources.loader import LoaderFlags
+    from assembler.runner.budget import BudgetPot
     from assembler.sessions.store import Session
     from assembler.trust import TrustPrompt
 
@@ -39,7 +42,10 @@ class BuildOptions:
     None consults the trust store (and `ask_trust`, when given). `team` is the sub-agent
     tree of the manifest when a parent builds its child (the tree is otherwise loaded
     by the build, and trust is decided for all of it at once). `env` stands for
-    `os.environ` (API keys, `${VAR}`, the tools' environment).
+    `os.environ` (API keys, `${VAR}`, the tools' environment). `budget` overrides the
+    manifest's `limits.budget` limit by limit (`--budget-usd`); `budget_pot` is a pot
+    every run of the agent also draws from (a parent's run, an evaluation's task).
+    `price` overrides the model's price (a ready `provider` has none of its own).
     """
 
     model: str | None = None
@@ -55,6 +61,9 @@ class BuildOptions:
     permission_mode: PermissionMode = "default"
     approver: Approver | None = None
     team: TeamMember | None = None
+    budget: BudgetLimits | None = None
+    budget_pot: BudgetPot | None = None
+    price: Price | None = None
 
 
 class BuildChanges(TypedDict, total=False):
@@ -73,3 +82,6 @@ class BuildChanges(TypedDict, total=False):
     permission_mode: PermissionMode
     approver: Approver | None
     team: TeamMember | None
+    budget: BudgetLimits | None
+    budget_pot: BudgetPot | None
+    price: Price | None

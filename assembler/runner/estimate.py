@@ -1,0 +1,112 @@
+"""How many input tokens a request holds, roughly, before it is sent.
+
+A budget is checked before every request (`runner/budget.py`), so the check must cost
+next to nothing: no tokenizer, no serialising. The estimate counts characters (about
+four to a token for English text and code) of the system prompt, the tool schemas
+(each schema measured once and remembered) and every message, plus a few tokens of
+framing per message. The runner then corrects it with what the provider reported for
+the previous request (`Calibration`), so its error is small from the second request on.
+bench/bench_budget.py measures its cost against serialising the request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from assembler.messages import (
+    AssistantMessage,
+    ContextMessage,
+    Message,
+    ModelRequest,
+    ToolResultMessage,
+    ToolSchema,
+    UserMessage,
+)
+
+__all__ = ["Calibration", "estimate_tokens"]
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4
+"""Tokens of framing around each message (its role, separators)."""
+_SCHEMA_SIZES_MAX = 4096
+
+
+class _SchemaSizes:
+    """The serialised size of each tool schema, measured once: the same schema objects
+    come back every turn while the registry is unchanged."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[int, tuple[ToolSchema, int]] = {}
+
+    def size(self, schema: ToolSchema) -> int:
+        known = self._sizes.get(id(schema))
+        if known is not None and known[0] is schema:
+            return known[1]
+        size = len(schema.name) + len(schema.description)
+        size += len(json.dumps(schema.parameters, default=str, separators=(",", ":")))
+        if len(self._sizes) >= _SCHEMA_SIZES_MAX:
+            self._sizes.clear()
+        self._sizes[id(schema)] = (schema, size)  # the schema kept: its id stays its own
+        return size
+
+
+_SCHEMAS = _SchemaSizes()
+
+
+def _message_chars(message: Message) -> int:
+    if isinstance(message, UserMessage | ContextMessage):
+        return len(message.content)
+    if isinstance(message, ToolResultMessage):
+        return len(message.content) + len(message.tool_call_id) + len(message.name)
+    if isinstance(message, AssistantMessage):
+        size = len(message.text)
+        for call in message.tool_calls:
+            size += len(call.id) + len(call.name) + _arguments_chars(call.raw_arguments, call)
+        for block in message.reasoning:
+            size += len(block.text) + len(block.data)
+        return size
+    return 0
+
+
+def _arguments_chars(raw: str, call: object) -> int:
+    if raw:
+        return len(raw)
+    arguments = getattr(call, "arguments", None)
+    return len(json.dumps(arguments, default=str)) if arguments else 2
+
+
+def _messages_tokens(messages: Iterable[Message]) -> float:
+    chars = 0
+    count = 0
+    for message in messages:
+        chars += _message_chars(message)
+        count += 1
+    return chars / CHARS_PER_TOKEN + count * MESSAGE_OVERHEAD
+
+
+def estimate_tokens(request: ModelRequest) -> int:
+    """The input tokens of `request`, estimated from its characters."""
+    chars = len(request.system) + sum(_SCHEMAS.size(tool) for tool in request.tools)
+    return math.ceil(chars / CHARS_PER_TOKEN + _messages_tokens(request.messages))
+
+
+@dataclass
+class Calibration:
+    """Turns a raw estimate into a corrected one, with the ratio the provider's own
+    count gave for the previous request (between 0.5 and 4: one odd report cannot make
+    the next estimate absurd)."""
+
+    ratio: float = 1.0
+
+    def estimate(self, request: ModelRequest) -> tuple[int, int]:
+        """(raw estimate, corrected estimate) of `request`'s input tokens."""
+        raw = estimate_tokens(request)
+        return raw, math.ceil(raw * self.ratio)
+
+    def learn(self, raw_estimate: int, reported: int) -> None:
+        """The provider counted `reported` input tokens where `raw_estimate` was made."""
+        if raw_estimate > 0 and reported > 0:
+            self.ratio = min(4.0, max(0.5, reported / raw_estimate))

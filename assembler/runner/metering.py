@@ -1,0 +1,132 @@
+"""The runner's meter: what each request may spend, and what it cost.
+
+`Meter` sits between the loop and the budget pots (`runner/budget.py`). Before a
+request it estimates the input (`runner/estimate.py`), reserves room in the run's pot
+and lowers the request's `max_tokens` to what the budgets (and the context window)
+leave; after it, it prices the reported usage and settles the reservation. It also
+gives tools a timeout that ends at the wall-time deadline. Without limits and without
+a price it only adds up usage, at the cost of one character count per request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from assembler.budgets import BudgetLimits
+from assembler.messages import ModelRequest, Usage
+from assembler.pricing import Price
+from assembler.runner.budget import BudgetPot, BudgetStop, Reservation
+from assembler.runner.estimate import Calibration
+
+__all__ = ["MIN_REPLY", "BudgetExhausted", "Meter"]
+
+MIN_REPLY = 256
+"""The smallest reply worth asking for: a request that leaves less is not sent."""
+THINKING_MINIMUM = 1024
+"""Anthropic's smallest `budget_tokens`: a thinking request needs this much more."""
+_UNLIMITED = 1 << 40
+
+
+class BudgetExhausted(Exception):
+    """A budget stops the run (raised inside the loop, never out of it)."""
+
+    def __init__(self, stop: BudgetStop) -> None:
+        super().__init__(stop.message())
+        self.stop = stop
+
+
+class Meter:
+    """Prices and bounds one runner's requests; `pot` is the current run's."""
+
+    def __init__(
+        self,
+        *,
+        limits: BudgetLimits | None = None,
+        price: Price | None = None,
+        parent: BudgetPot | None = None,
+        context_window: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limits = limits or BudgetLimits()
+        self.price = price
+        self.parent = parent
+        self.context_window = context_window
+        self.clock = clock
+        self.pot: BudgetPot | None = None
+        self.calibration = Calibration()
+        self.cost = 0.0
+        """What every response so far cost (0 without a price)."""
+        self.last_input = 0
+        """Input tokens the latest response reported: a likely cached prefix."""
+        self.last_max_tokens: int | None = None
+        """The reply limit sent with the latest request."""
+
+    def start_run(self) -> BudgetPot:
+        """A new pot for a run (drawing from the parent's, when there is one)."""
+        if self.parent is not None:
+            self.pot = self.parent.child(self.limits, "run")
+        else:
+            self.pot = BudgetPot(self.limits, "run", clock=self.clock)
+        return self.pot
+
+    def prepare(
+        self, request: ModelRequest, *, wanted: int | None = None
+    ) -> tuple[ModelRequest, Reservation | None, int]:
+        """`request` with its `max_tokens` lowered to what budgets and the context
+        window leave, its reservation, and the raw input estimate; `BudgetExhausted`
+        when not even a minimal reply fits. `wanted` asks for a larger reply than the
+        settings (a retry after a cut)."""
+        raw, estimate = self.calibration.estimate(request)
+        settings = request.settings
+        asked = wanted or settings.max_tokens
+        limit = asked or _UNLIMITED
+        if self.context_window and self.context_window - estimate >= MIN_REPLY:
+            limit = min(limit, self.context_window - estimate)
+        minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
+        reservation: Reservation | None = None
+        if self.pot is not None:
+            held = self.pot.reserve(
+                estimate, self.price, wanted=limit, minimum=minimum, cached=self.last_input
+            )
+            if isinstance(held, BudgetStop):
+                raise BudgetExhausted(held)
+            reservation = held
+            limit = held.tokens - estimate
+        max_tokens = limit if (asked or limit < _UNLIMITED) else None
+        self.last_max_tokens = max_tokens
+        if max_tokens != settings.max_tokens:
+            request = replace(request, settings=replace(settings, max_tokens=max_tokens))
+        return request, reservation, raw
+
+    def settle(self, reservation: Reservation | None, usage: Usage, raw_estimate: int) -> float:
+        """Price `usage`, release the reservation, learn from the reported input."""
+        if reservation is not None:
+            cost = reservation.settle(usage)
+        else:
+            cost = self.price.cost(usage) if self.price is not None else 0.0
+        self.cost += cost
+        self.calibration.learn(raw_estimate, usage.input_tokens)
+        if usage.input_tokens:
+            self.last_input = usage.input_tokens
+        return cost
+
+    def charge(self, usage: Usage) -> float:
+        """Price and count spending that had no reservation (a compaction summary)."""
+        cost = self.price.cost(usage) if self.price is not None else 0.0
+        self.cost += cost
+        if self.pot is not None:
+            self.pot.charge(usage, cost)
+        return cost
+
+    def seconds_left(self) -> float | None:
+        return self.pot.seconds_left() if self.pot is not None else None
+
+    def tool_timeout(self, timeout: float) -> float:
+        """A tool's timeout, ending no later than the wall-time deadline."""
+        left = self.seconds_left()
+        return timeout if left is None else max(0.001, min(timeout, left))
+
+    def start_tool_call(self) -> BudgetStop | None:
+        return self.pot.start_tool_call() if self.pot is not None else None
