@@ -17,7 +17,6 @@ from assembler.messages import ModelSettings
 from assembler.pricing import Price, known_price
 from assembler.providers.base import ModelProvider
 from assembler.providers.endpoints import effective_base_url
-from assembler.providers.windows import max_output_tokens
 from assembler.providers.registry import (
     ProviderRegistry,
     check_options,
@@ -25,6 +24,7 @@ from assembler.providers.registry import (
     known_providers,
     parse_model_string,
 )
+from assembler.providers.windows import max_output_tokens
 from assembler.urls import display_url
 from assembler.user_config import MODEL_VARIABLE, config_file, default_model
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
-    from assembler.budgets import BudgetLimits
     from assembler.agent.team import TeamMember
+    from assembler.budgets import BudgetLimits
     from assembler.permissions.gate import Approver
     from assembler.permissions.policy import PermissionMode
     from assembler.pricing import Price

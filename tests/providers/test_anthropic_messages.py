@@ -156,7 +156,9 @@ def test_wire_request_of_a_multi_turn_exchange(anthropic_server: AnthropicServer
     # prompt caching is on by default: breakpoints on the tools, the system prompt and
     # the last block of the two latest user-side messages (four, the API's most)
     ephemeral = {"type": "ephemeral"}
-    assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": ephemeral}]
+    assert body["system"] == [
+        {"type": "text", "text": "You are terse.", "cache_control": ephemeral}
+    ]
     assert body["tools"] == [
         {
             "name": "read",
