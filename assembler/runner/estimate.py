@@ -5,7 +5,8 @@ next to nothing: no tokenizer, no serialising. The estimate counts characters (a
 four to a token for English text and code) of the system prompt, the tool schemas
 (each schema measured once and remembered) and every message, plus a few tokens of
 framing per message. The runner then corrects it with what the provider reported for
-the previous request (`Calibration`), so its error is small from the second request on.
+the previous request (`Calibration`): from the second request on, only what was added
+since the previous one is guessed.
 bench/bench_budget.py measures its cost against serialising the request.
 """
 
@@ -95,18 +96,35 @@ def estimate_tokens(request: ModelRequest) -> int:
 
 @dataclass
 class Calibration:
-    """Turns a raw estimate into a corrected one, with the ratio the provider's own
-    count gave for the previous request (between 0.5 and 4: one odd report cannot make
-    the next estimate absurd)."""
+    """Turns a raw estimate into a corrected one with what the provider counted.
+
+    The provider's count of the previous request is exact, and the next request is
+    mostly that request plus what was added since (the reply, tool results). So the
+    estimate is the previous count plus the growth's raw estimate times the ratio the
+    provider gave for earlier growth (between 0.5 and 4: one odd report cannot make the
+    next estimate absurd). Only the new part is guessed: its error is the estimate's.
+    When the request shrank (compaction, a new system prompt), the whole is estimated
+    with the ratio.
+    """
 
     ratio: float = 1.0
+    _raw: int = 0
+    _reported: int = 0
 
     def estimate(self, request: ModelRequest) -> tuple[int, int]:
         """(raw estimate, corrected estimate) of `request`'s input tokens."""
         raw = estimate_tokens(request)
+        if self._reported and raw >= self._raw:
+            return raw, self._reported + math.ceil((raw - self._raw) * self.ratio)
         return raw, math.ceil(raw * self.ratio)
 
     def learn(self, raw_estimate: int, reported: int) -> None:
         """The provider counted `reported` input tokens where `raw_estimate` was made."""
-        if raw_estimate > 0 and reported > 0:
-            self.ratio = min(4.0, max(0.5, reported / raw_estimate))
+        if raw_estimate <= 0 or reported <= 0:
+            return
+        if self._reported and raw_estimate > self._raw and reported > self._reported:
+            ratio = (reported - self._reported) / (raw_estimate - self._raw)
+        else:
+            ratio = reported / raw_estimate
+        self.ratio = min(4.0, max(0.5, ratio))
+        self._raw, self._reported = raw_estimate, reported

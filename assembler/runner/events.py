@@ -129,6 +129,9 @@ class UsageEvent:
     total: Usage
     cost_usd: float | None = None
     total_cost_usd: float | None = None
+    estimated_input_tokens: int | None = None
+    """What the runner estimated the request's input to be before sending it (the
+    budget check's figure; `usage.input_tokens` is the provider's count)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +142,7 @@ class UsageEvent:
             "total_output_tokens": self.total.output_tokens,
             "cost_usd": _cost(self.cost_usd),
             "total_cost_usd": _cost(self.total_cost_usd),
+            "estimated_input_tokens": self.estimated_input_tokens,
         }
 
 

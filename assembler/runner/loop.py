@@ -286,10 +286,10 @@ class AgentRunner(ToolCalls):
                         break
                     retried_cut = True  # one retry per run: a model that keeps writing
                     wanted = larger_limit(self.meter.last_max_tokens, self.max_output)
-                    self._charge(done)  # the cut reply was paid for all the same
-                    yield UsageEvent(done.usage, self.usage, *self._costs())
                     if wanted is None:
                         break
+                    self._charge(done)  # the cut reply was paid for all the same
+                    yield self._usage_event(done)
                     yield Diagnostic(
                         f"the reply was cut at max_tokens ({self.meter.last_max_tokens:,}) "
                         f"inside a tool call, which was not run; asking again with {wanted:,}",
@@ -317,7 +317,7 @@ class AgentRunner(ToolCalls):
                 message = done.message
                 cost = self._charge(done)
                 self._append(message, done.usage, cost if self.meter.price else None)
-                yield UsageEvent(done.usage, self.usage, *self._costs(cost))
+                yield self._usage_event(done, cost)
                 final_text = message.text or final_text
                 if not message.tool_calls:
                     await self.parts.hooks.on_turn_end(turn, message)
@@ -389,11 +389,13 @@ class AgentRunner(ToolCalls):
         self.context_tokens = done.usage.input_tokens
         return self._cost_of_last
 
-    def _costs(self, cost: float | None = None) -> tuple[float | None, float | None]:
-        """(this response's cost, the total) for a `UsageEvent`; None without a price."""
-        if self.meter.price is None:
-            return None, None
-        return (self._cost_of_last if cost is None else cost), self.meter.cost
+    def _usage_event(self, done: ResponseDone, cost: float | None = None) -> UsageEvent:
+        """The `UsageEvent` of a response: its usage, the totals, its cost and the total
+        (None without a price), and the input the meter estimated before sending it."""
+        costs: tuple[float | None, float | None] = (None, None)
+        if self.meter.price is not None:
+            costs = (self._cost_of_last if cost is None else cost), self.meter.cost
+        return UsageEvent(done.usage, self.usage, *costs, self.meter.last_estimate)
 
     async def _compact_if_full(self) -> AsyncIterator[Event]:
         """Compact before the request when reported usage nears the window; a failed

@@ -62,6 +62,8 @@ class Meter:
         """Input tokens the latest response reported: a likely cached prefix."""
         self.last_max_tokens: int | None = None
         """The reply limit sent with the latest request."""
+        self.last_estimate: int | None = None
+        """The (calibrated) input estimate of the latest request."""
 
     def start_run(self) -> BudgetPot:
         """A new pot for a run (drawing from the parent's, when there is one)."""
@@ -79,6 +81,7 @@ class Meter:
         when not even a minimal reply fits. `wanted` asks for a larger reply than the
         settings (a retry after a cut)."""
         raw, estimate = self.calibration.estimate(request)
+        self.last_estimate = estimate
         settings = request.settings
         asked = wanted or settings.max_tokens
         limit = asked or _UNLIMITED
