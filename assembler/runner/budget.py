@@ -74,6 +74,8 @@ class Reservation:
     cost: float
     price: Price | None
     settled: bool = False
+    capped: BudgetStop | None = None
+    """The budget that lowered the reply's limit (what it would read if spent)."""
 
     def settle(self, usage: Usage) -> float:
         """Release the room and charge what `usage` really cost; returns the cost."""
@@ -180,6 +182,7 @@ class BudgetPot:
         if stop is not None:
             return stop
         output = wanted
+        capped: BudgetStop | None = None
         input_cost = _input_cost(estimate, cached, price)
         for pot in self.chain():
             limits = pot.limits
@@ -187,19 +190,21 @@ class BudgetPot:
                 left = limits.tokens - pot.tokens - pot.reserved_tokens - estimate
                 if left < minimum:
                     return BudgetStop("tokens", limits.tokens, pot.tokens, pot.scope)
-                output = min(output, left)
+                if left < output:
+                    output, capped = left, BudgetStop("tokens", limits.tokens, 0, pot.scope)
             if limits.cost_usd is not None and price is not None:
                 money = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
                 left = math.floor(money / (price.output * _PER_TOKEN)) if price.output else output
                 if left < minimum:
                     return BudgetStop("cost_usd", limits.cost_usd, pot.cost, pot.scope)
-                output = min(output, left)
+                if left < output:
+                    output, capped = left, BudgetStop("cost_usd", limits.cost_usd, 0, pot.scope)
         cost = input_cost + output * (price.output if price is not None else 0.0) * _PER_TOKEN
         pots = tuple(self.chain())
         for pot in pots:
             pot.reserved_tokens += estimate + output
             pot.reserved_cost += cost
-        return Reservation(pots, estimate + output, cost, price)
+        return Reservation(pots, estimate + output, cost, price, capped=capped)
 
     def start_tool_call(self) -> BudgetStop | None:
         """Count one tool call about to run, or refuse it: a `tool_calls` limit of the
@@ -221,6 +226,14 @@ class BudgetPot:
         for pot in self.chain():
             pot.tokens += usage.input_tokens + usage.output_tokens
             pot.cost += cost
+
+    def used(self, stop: BudgetStop) -> BudgetStop:
+        """`stop` with what the pot of its scope has used of its budget by now."""
+        for pot in self.chain():
+            if pot.scope == stop.scope:
+                used = pot.cost if stop.budget == "cost_usd" else pot.tokens
+                return BudgetStop(stop.budget, stop.limit, used, stop.scope)
+        return stop
 
     def summary(self) -> dict[str, Any]:
         """Limits and what was used, by budget, for events and results."""

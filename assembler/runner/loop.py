@@ -322,6 +322,11 @@ class AgentRunner(ToolCalls):
                 if not message.tool_calls:
                     await self.parts.hooks.on_turn_end(turn, message)
                     yield TurnEnd(turn, message, done.stop_reason)
+                    cut = self.meter.cut_by_budget(done.stop_reason)
+                    if cut is not None:  # the answer stops where the budget did
+                        self._budget_stop = cut
+                        reason, note = "budget", cut.message()
+                        break
                     pending = self._deliver(self._steers, "steer") or self._deliver(
                         self._follow_ups, "follow_up", one=True
                     )

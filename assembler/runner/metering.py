@@ -18,6 +18,7 @@ from assembler.budgets import BudgetLimits
 from assembler.messages import ModelRequest, Usage
 from assembler.pricing import Price
 from assembler.runner.budget import BudgetPot, BudgetStop, Reservation
+from assembler.runner.cuts import CUT_REASONS
 from assembler.runner.estimate import Calibration
 
 __all__ = ["MIN_REPLY", "BudgetExhausted", "Meter"]
@@ -62,6 +63,8 @@ class Meter:
         """Input tokens the latest response reported: a likely cached prefix."""
         self.last_max_tokens: int | None = None
         """The reply limit sent with the latest request."""
+        self.last_capped: BudgetStop | None = None
+        """The budget that lowered the latest request's reply limit, if one did."""
         self.last_estimate: int | None = None
         """The (calibrated) input estimate of the latest request."""
 
@@ -89,6 +92,7 @@ class Meter:
             limit = min(limit, self.context_window - estimate)
         minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
         reservation: Reservation | None = None
+        self.last_capped = None
         if self.pot is not None:
             held = self.pot.reserve(
                 estimate, self.price, wanted=limit, minimum=minimum, cached=self.last_input
@@ -97,6 +101,7 @@ class Meter:
                 raise BudgetExhausted(held)
             reservation = held
             limit = held.tokens - estimate
+            self.last_capped = held.capped
         max_tokens = limit if (asked or limit < _UNLIMITED) else None
         self.last_max_tokens = max_tokens
         if max_tokens != settings.max_tokens:
@@ -122,6 +127,13 @@ class Meter:
         if self.pot is not None:
             self.pot.charge(usage, cost)
         return cost
+
+    def cut_by_budget(self, stop_reason: str) -> BudgetStop | None:
+        """The budget that cut the latest reply: it stopped at a `max_tokens` that a
+        budget had lowered (the answer is incomplete because the budget is spent)."""
+        if self.last_capped is None or self.pot is None or stop_reason not in CUT_REASONS:
+            return None
+        return self.pot.used(self.last_capped)
 
     def seconds_left(self) -> float | None:
         return self.pot.seconds_left() if self.pot is not None else None
