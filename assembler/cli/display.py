@@ -22,6 +22,7 @@ from assembler.runner.events import (
     Diagnostic,
     ErrorEvent,
     Event,
+    ReasoningEvent,
     RunEnd,
     RunStart,
     SubagentEvent,
@@ -52,9 +53,13 @@ class EventPrinter:
     stderr with the tool activity, once the turn shows it is not the answer.
     """
 
-    def __init__(self, *, color: bool | None = None, answer_only: bool = False) -> None:
+    def __init__(
+        self, *, color: bool | None = None, answer_only: bool = False, hide_reasoning: bool = False
+    ) -> None:
         self.color = color
         self.mid_line = False
+        self.hide_reasoning = hide_reasoning
+        self.thinking = False  # stderr ends mid-line in streamed reasoning
         self.answer_only = answer_only
         self.pending: list[str] = []
         self.blocked: set[str] = set()  # call ids already shown as blocked
@@ -68,6 +73,7 @@ class EventPrinter:
 
     def _err(self, text: str, fg: str | None = None, *, dim: bool = False) -> None:
         self._end_line()
+        self._end_thinking()
         click.secho(terminal_safe(text), err=True, fg=fg, dim=dim, color=self.color)
 
     def _out(self, text: str, *, nl: bool = True) -> None:
@@ -78,7 +84,21 @@ class EventPrinter:
             click.echo()
             self.mid_line = False
 
+    def _end_thinking(self) -> None:
+        if self.thinking:
+            click.echo(err=True)
+            self.thinking = False
+
     def show(self, event: Event) -> None:
+        if isinstance(event, ReasoningEvent):  # dimmed on stderr: never the answer
+            if not self.hide_reasoning and event.text:
+                self._end_line()
+                click.secho(
+                    terminal_safe(event.text), err=True, dim=True, nl=False, color=self.color
+                )
+                self.thinking = not event.text.endswith("\n")
+            return
+        self._end_thinking()
         if isinstance(event, TextDeltaEvent):
             if self.answer_only:
                 self.pending.append(event.text)

@@ -51,8 +51,10 @@ class Interactive:
         max_turns: int | None,
         terminal: bool,
         approvals: bool,
+        hide_reasoning: bool = False,
     ) -> None:
         self.agent = agent
+        self.hide_reasoning = hide_reasoning
         self.as_json = as_json
         self.max_turns = max_turns
         self.terminal = terminal  # stdin is a terminal: read while the agent works
@@ -182,7 +184,9 @@ class Interactive:
 
     async def _turn(self, text: str) -> None:
         self.turns += 1
-        reason = await drive(self.agent, text, self.as_json, self.max_turns)
+        reason = await drive(
+            self.agent, text, self.as_json, self.max_turns, hide_reasoning=self.hide_reasoning
+        )
         if reason != "completed":
             self.failed += 1
 

@@ -50,6 +50,6 @@ def _model(raw: Any) -> tuple[str, str, bool] | None:
         provider, name = raw.split(":", 1)
         return provider, name, False
     if isinstance(raw, dict) and isinstance(raw.get("provider"), str):
-        name = raw.get("name")
-        return raw["provider"], name if isinstance(name, str) else "", "price" in raw
+        model = raw.get("name")
+        return raw["provider"], model if isinstance(model, str) else "", "price" in raw
     return None
