@@ -28,6 +28,7 @@ from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
 from assembler.agent.model_choice import default_label
 from assembler.agent.team import TeamMember, load_team
+from assembler.budgets import BudgetLimits
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
@@ -40,6 +41,7 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
+from assembler.runner.budget import BudgetPot
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -145,6 +147,8 @@ class _Run:
             worker=self.worker,
             started=self.started,
             metadata=self.request.task.metadata,
+            cost_usd=end.cost_usd if end is not None else None,
+            budget=end.budget if end is not None else None,
         )
 
 
@@ -154,19 +158,21 @@ async def run_task(
     manifest: Manifest | None = None,
     worker: str = "local",
     team: TeamMember | None = None,
+    budget_pot: BudgetPot | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
     `manifest`: the agent, already loaded and validated, and `team` its sub-agent tree
     (in process both are loaded once per evaluation); without them, they are loaded
-    from `request.manifest` (a Dask worker, for each run it is given).
+    from `request.manifest` (a Dask worker, for each run it is given). `budget_pot`:
+    the evaluation's pot, which the run draws from too (in process only).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, team)
+            await _attempt(run, scratch, manifest, team, budget_pot)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -183,7 +189,11 @@ async def run_task(
 
 
 async def _attempt(
-    run: _Run, scratch: Path, manifest: Manifest | None, team: TeamMember | None
+    run: _Run,
+    scratch: Path,
+    manifest: Manifest | None,
+    team: TeamMember | None,
+    budget_pot: BudgetPot | None = None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
@@ -204,7 +214,7 @@ async def _attempt(
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace)
+            agent = _build(request, team, workspace, budget_pot)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -252,9 +262,12 @@ async def _remove(scratch: Path) -> None:
         raise
 
 
-def _build(request: RunRequest, team: TeamMember, workspace: Path) -> Agent:
+def _build(
+    request: RunRequest, team: TeamMember, workspace: Path, budget_pot: BudgetPot | None
+) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
-    the task's workspace moved there too."""
+    the task's workspace moved there too, within the run's budget and the pot of the
+    evaluation."""
     team = rebase_team(team, team.manifest.workspace, workspace)
     return build_agent(
         team.manifest,
@@ -262,6 +275,8 @@ def _build(request: RunRequest, team: TeamMember, workspace: Path) -> Agent:
         session_dir=request.session_dir / request.task.id,
         trust=True,  # decided once, for the whole agent tree, before any task started
         team=team,
+        budget=BudgetLimits.from_mapping(request.budget) if request.budget else None,
+        budget_pot=budget_pot,
     )
 
 

@@ -77,9 +77,12 @@ class TaskSpec:
     timeout: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""
+    budget: Mapping[str, Any] | None = None
+    """The task's own `budget` (`BudgetLimits.to_dict()` form), None: the defaults'."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "budget": None if self.budget is None else dict(self.budget),
             "id": self.id,
             "prompt": self.prompt,
             "checks": [c.to_dict() for c in self.checks],
@@ -101,6 +104,7 @@ class TaskSpec:
             timeout=data.get("timeout"),
             metadata=dict(data.get("metadata") or {}),
             origin=str(data.get("origin", "")),
+            budget=data.get("budget"),
         )
 
 
@@ -110,6 +114,8 @@ class Defaults:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """Each task run's budget (`defaults.budget`), None: the agent's own."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class EvalSpec:
     workspace: Path | None = None
     defaults: Defaults = field(default_factory=Defaults)
     description: str = ""
+    budget: Mapping[str, Any] | None = None
+    """The whole evaluation's budget (`BudgetLimits.to_dict()` form)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,8 @@ class RunRequest:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """The run's budget over the agent's `limits.budget` (`BudgetLimits.to_dict()`)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -165,6 +175,7 @@ class RunRequest:
             "max_turns": self.max_turns,
             "timeout": self.timeout,
             "check_timeout": self.check_timeout,
+            "budget": None if self.budget is None else dict(self.budget),
         }
 
     @classmethod
@@ -181,4 +192,5 @@ class RunRequest:
             max_turns=data.get("max_turns"),
             timeout=float(data["timeout"]),
             check_timeout=float(data["check_timeout"]),
+            budget=data.get("budget"),
         )

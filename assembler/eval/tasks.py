@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assembler.budgets import BudgetLimits
 from assembler.errors import ManifestError
 from assembler.eval.spec import Check, TaskSpec
 from assembler.manifest.yaml_source import JsonPath, read_manifest_text
@@ -50,6 +51,18 @@ def confined(written: str, base: Path, roots: Sequence[Path], what: str) -> tupl
     if not inside:
         return file, f"the {what} {written} {OUTSIDE}"
     return file, ""
+
+
+def read_budget(raw: Any, report: Report, where: JsonPath) -> dict[str, Any] | None:
+    """A `budget` the schema accepted, as `BudgetLimits.to_dict()` (wall time in
+    seconds, plain data for a worker); a duration of no time is reported."""
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return BudgetLimits.from_mapping(raw).to_dict()
+    except ValueError as e:
+        report((*where, "wall_time"), str(e))
+        return None
 
 
 def resolve_model(model: str | None, base: Path, report: Report, where: JsonPath) -> str | None:
@@ -107,6 +120,7 @@ def build_task(
         timeout=None if raw.get("timeout") is None else float(raw["timeout"]),
         metadata=dict(raw.get("metadata") or {}),
         origin=origin,
+        budget=read_budget(raw.get("budget"), report, ("budget",)),
     )
 
 

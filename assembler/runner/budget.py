@@ -112,6 +112,9 @@ class BudgetPot:
     tool_calls: int = 0
     reserved_tokens: int = 0
     reserved_cost: float = 0.0
+    exhausted: BudgetStop | None = None
+    """Set when a request did not fit this pot's limit: it is spent for what needs it
+    (an evaluation stops starting runs), even if a little is left."""
     started: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +161,8 @@ class BudgetPot:
         if stop is not None:
             return stop
         for pot in self.chain():
+            if pot.exhausted is not None:
+                return pot.exhausted
             limits = pot.limits
             if limits.tokens is not None and pot.tokens >= limits.tokens:
                 return BudgetStop("tokens", limits.tokens, pot.tokens, pot.scope)
@@ -189,14 +194,15 @@ class BudgetPot:
             if limits.tokens is not None:
                 left = limits.tokens - pot.tokens - pot.reserved_tokens - estimate
                 if left < minimum:
-                    return BudgetStop("tokens", limits.tokens, pot.tokens, pot.scope)
+                    return pot.exhaust(BudgetStop("tokens", limits.tokens, pot.tokens, pot.scope))
                 if left < output:
                     output, capped = left, BudgetStop("tokens", limits.tokens, 0, pot.scope)
             if limits.cost_usd is not None and price is not None:
                 money = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
                 left = math.floor(money / (price.output * _PER_TOKEN)) if price.output else output
                 if left < minimum:
-                    return BudgetStop("cost_usd", limits.cost_usd, pot.cost, pot.scope)
+                    stop = BudgetStop("cost_usd", limits.cost_usd, pot.cost, pot.scope)
+                    return pot.exhaust(stop)
                 if left < output:
                     output, capped = left, BudgetStop("cost_usd", limits.cost_usd, 0, pot.scope)
         cost = input_cost + output * (price.output if price is not None else 0.0) * _PER_TOKEN
@@ -205,6 +211,12 @@ class BudgetPot:
             pot.reserved_tokens += estimate + output
             pot.reserved_cost += cost
         return Reservation(pots, estimate + output, cost, price, capped=capped)
+
+    def exhaust(self, stop: BudgetStop) -> BudgetStop:
+        """Mark this pot spent: a request did not fit what is left of `stop`'s budget."""
+        if self.exhausted is None:
+            self.exhausted = stop
+        return stop
 
     def start_tool_call(self) -> BudgetStop | None:
         """Count one tool call about to run, or refuse it: a `tool_calls` limit of the

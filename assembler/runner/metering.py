@@ -27,7 +27,15 @@ MIN_REPLY = 256
 """The smallest reply worth asking for: a request that leaves less is not sent."""
 THINKING_MINIMUM = 1024
 """Anthropic's smallest `budget_tokens`: a thinking request needs this much more."""
+UNKNOWN_REPLY = 8192
+"""The reply a budget holds room for when neither the manifest nor the model table
+gives a limit: the whole budget held for one reply would starve every other request
+drawing from the same pot (sub-agents, an evaluation's runs side by side)."""
 _UNLIMITED = 1 << 40
+
+
+def _counts_spending(pot: BudgetPot) -> bool:
+    return any(p.limits.tokens is not None or p.limits.cost_usd is not None for p in pot.chain())
 
 
 class BudgetExhausted(Exception):
@@ -90,6 +98,8 @@ class Meter:
         limit = asked or _UNLIMITED
         if self.context_window and self.context_window - estimate >= MIN_REPLY:
             limit = min(limit, self.context_window - estimate)
+        if asked is None and self.pot is not None and _counts_spending(self.pot):
+            limit = min(limit, UNKNOWN_REPLY)
         minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
         reservation: Reservation | None = None
         self.last_capped = None

@@ -73,9 +73,7 @@ def test_a_cost_budget_with_the_manifests_own_price_or_a_known_model_passes(
         assert result.code == 0, (model, result.out)
 
 
-def test_a_bad_price_is_a_located_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_bad_price_is_a_located_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = "{provider: openai, name: my-finetune-7, price: {input: 1, outptu: 4}}"
     result = assemble(capsys, "validate", str(manifest(tmp_path, bad, "{tokens: 1000}")))
     assert result.code == 1
