@@ -175,6 +175,7 @@ def build_agent(
     )
     if telemetry is not None:  # spans name the session the agent is in at the time
         telemetry.conversation = lambda: agent.session.id if agent.session else None
+        telemetry.price = runner.meter.price
     return agent
 
 
