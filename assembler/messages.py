@@ -179,6 +179,11 @@ class History(Sequence[Message]):
     def __len__(self) -> int:
         return self._length
 
+    @property
+    def source(self) -> list[Message]:
+        """The conversation list this is a view of (only ever appended to)."""
+        return self._items
+
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload

@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assembler.messages import (
     AssistantMessage,
     ContextMessage,
+    History,
     Message,
     ModelRequest,
     ToolResultMessage,
@@ -79,19 +80,53 @@ def _arguments_chars(raw: str, call: object) -> int:
     return len(json.dumps(arguments, default=str)) if arguments else 2
 
 
-def _messages_tokens(messages: Iterable[Message]) -> float:
-    chars = 0
-    count = 0
-    for message in messages:
-        chars += _message_chars(message)
-        count += 1
-    return chars / CHARS_PER_TOKEN + count * MESSAGE_OVERHEAD
+def _chars(messages: Iterable[Message]) -> int:
+    return sum(_message_chars(message) for message in messages)
 
 
-def estimate_tokens(request: ModelRequest) -> int:
-    """The input tokens of `request`, estimated from its characters."""
-    chars = len(request.system) + sum(_SCHEMAS.size(tool) for tool in request.tools)
-    return math.ceil(chars / CHARS_PER_TOKEN + _messages_tokens(request.messages))
+class _Prefix:
+    """The characters of a conversation list counted so far. The runner only appends
+    to its list (compaction binds a new one: see `History`), so a view of the same
+    list needs only its new messages counted: the check before a request stays as
+    cheap at message 500 as at message 5."""
+
+    def __init__(self) -> None:
+        self.source: list[Message] | None = None
+        self.counted = 0
+        self.chars = 0
+        self.tools: tuple[ToolSchema, ...] | None = None
+        self.tool_chars = 0
+
+    def tools_chars(self, tools: tuple[ToolSchema, ...]) -> int:
+        """The tool schemas' size, measured again only when the registry gave another
+        tuple of them."""
+        if tools is not self.tools:
+            self.tools, self.tool_chars = tools, sum(_SCHEMAS.size(tool) for tool in tools)
+        return self.tool_chars
+
+    def chars_of(self, view: History) -> int:
+        source, length = view.source, len(view)
+        if source is not self.source or length < self.counted:
+            self.source, self.counted, self.chars = source, 0, 0
+        if length > self.counted:
+            self.chars += _chars(source[self.counted : length])
+            self.counted = length
+        return self.chars
+
+
+def estimate_tokens(request: ModelRequest, prefix: _Prefix | None = None) -> int:
+    """The input tokens of `request`, estimated from its characters (`prefix`: what is
+    already counted of the runner's conversation, when the request is a view of it)."""
+    messages = request.messages
+    if prefix is not None:
+        chars = len(request.system) + prefix.tools_chars(request.tools)
+    else:
+        chars = len(request.system) + sum(_SCHEMAS.size(tool) for tool in request.tools)
+    if prefix is not None and isinstance(messages, History):
+        chars += prefix.chars_of(messages)
+    else:
+        chars += _chars(messages)
+    return math.ceil(chars / CHARS_PER_TOKEN + len(messages) * MESSAGE_OVERHEAD)
 
 
 @dataclass
@@ -110,10 +145,11 @@ class Calibration:
     ratio: float = 1.0
     _raw: int = 0
     _reported: int = 0
+    _prefix: _Prefix = field(default_factory=_Prefix)
 
     def estimate(self, request: ModelRequest) -> tuple[int, int]:
         """(raw estimate, corrected estimate) of `request`'s input tokens."""
-        raw = estimate_tokens(request)
+        raw = estimate_tokens(request, self._prefix)
         if self._reported and raw >= self._raw:
             return raw, self._reported + math.ceil((raw - self._raw) * self.ratio)
         return raw, math.ceil(raw * self.ratio)
