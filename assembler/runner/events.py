@@ -206,6 +206,11 @@ class RunEnd:
     cost_usd: float | None = None
     budget: Mapping[str, Any] | None = None
 
+    def cached_share(self) -> float:
+        """The share of the run's input tokens read from the prompt cache."""
+        usage = self.usage
+        return round(usage.cache_read_tokens / usage.input_tokens, 4) if usage.input_tokens else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.kind,
@@ -215,6 +220,7 @@ class RunEnd:
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "usage": self.usage.to_dict(),
+            "cached_input_share": self.cached_share(),
             "cost_usd": _cost(self.cost_usd),
             "message": self.message,
             **({"budget": dict(self.budget)} if self.budget is not None else {}),

@@ -85,6 +85,8 @@ def test_anthropic_twenty_turns_read_90_percent_from_the_cache(tmp_path: Path) -
     assert len(usages) == TURNS
     assert usages[0].cache_read_tokens == 0 and usages[0].cache_write_tokens > 1024
     assert cached_share(events, from_turn=3) >= 0.9
+    whole = sum(u.cache_read_tokens for u in usages) / sum(u.input_tokens for u in usages)
+    assert end.to_dict()["cached_input_share"] == round(whole, 4) > 0.8
     # every request stays within the API's four breakpoints
     for body in server.bodies:
         marked = [b for b in body["tools"] if "cache_control" in b]
