@@ -7,7 +7,8 @@ tree, the names the module binds when it is imported (`ParsedModule.definitions`
 Every `ast.parse` in the package goes through one lock (`parse_source`): CPython 3.11
 keeps the AST constructor's recursion depth per interpreter, not per thread, and two
 threads parsing at once can fail with `SystemError: AST constructor recursion depth
-mismatch`. `assembler.python_refs` finds and imports the code these files hold.
+mismatch`; Jinja2's template lexer builds trees too (`building_syntax_trees`).
+`assembler.python_refs` finds and imports the code these files hold.
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ _PARSE_LOCK = threading.RLock()
 
 MAX_CACHED_FILES = 32
 MAX_CACHED_SOURCE_BYTES = 2 * 1024 * 1024  # a syntax tree takes ~30x its source in memory
+
+
+@contextmanager
+def building_syntax_trees() -> Iterator[None]:
+    """Hold the parse lock around code outside this module that builds Python syntax
+    trees: Jinja2's lexer reads every number literal of a template with
+    `ast.literal_eval`, so parsing a template races with `parse_source` in another
+    thread exactly as two parses do."""
+    with _PARSE_LOCK:
+        yield
 
 
 def parse_source(source: str | bytes, filename: str = "<unknown>") -> ast.Module:

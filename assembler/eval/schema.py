@@ -8,6 +8,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from assembler.python_source import building_syntax_trees
+
 SCHEMA_RESOURCE = "eval.schema.json"
 
 
@@ -26,7 +28,8 @@ def eval_schema() -> dict[str, Any]:
 @cache
 def file_validator() -> Any:
     """For a whole eval file."""
-    from jsonschema import Draft202012Validator
+    with building_syntax_trees():  # its first import parses Python: see python_source
+        from jsonschema import Draft202012Validator
 
     return Draft202012Validator(eval_schema())
 
@@ -34,6 +37,7 @@ def file_validator() -> Any:
 @cache
 def task_validator() -> Any:
     """For one task object, as a line of a `tasks_file` holds it (`id` optional)."""
-    from jsonschema import Draft202012Validator
+    with building_syntax_trees():  # its first import parses Python: see python_source
+        from jsonschema import Draft202012Validator
 
     return Draft202012Validator({"$defs": eval_schema()["$defs"], "$ref": "#/$defs/task"})

@@ -20,6 +20,7 @@ from assembler.errors import Issue
 from assembler.manifest.hints import model_hint, tools_hint, unknown_key_hint
 from assembler.manifest.schema_check import conforms
 from assembler.manifest.yaml_source import JsonPath, SourceMap
+from assembler.python_source import building_syntax_trees
 
 SCHEMA_RESOURCE = "agent.schema.json"
 
@@ -38,7 +39,8 @@ def schema() -> Mapping[str, Any]:
 
 @cache
 def _validator() -> Any:
-    from jsonschema import Draft202012Validator
+    with building_syntax_trees():  # its first import parses Python: see python_source
+        from jsonschema import Draft202012Validator
 
     return Draft202012Validator(schema())
 

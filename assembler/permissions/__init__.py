@@ -2,9 +2,11 @@
 
 The manifest's `permissions` holds `allow`, `ask` and `deny` rules (`read`,
 `bash(git diff *)`, `edit(tests/**)`, `mcp:github/*`) and a `default`. This package
-parses them (`rules`), splits bash command lines with a real grammar (`bash`,
-`wrappers`), resolves a call's main argument as the tool would (`subjects`), matches
-(`command_patterns`, `path_patterns`, `matching`) and decides (`policy`):
+parses them (`rules`), reads bash command lines as `bash -c` does (`bash`, with the
+recognizer in `bash_grammar`, `bash_words`, `bash_reader`, and `wrappers`,
+`bash_builtins`, `bash_treesitter`), resolves a call's main argument as the tool
+would (`subjects`), matches (`command_patterns`, `path_patterns`, `matching`) and
+decides (`policy`):
 
     policy = PermissionPolicy.from_spec(manifest.permissions, workspace=manifest.workspace)
     decision = policy.decide("bash", {"command": "git status"}, tool)

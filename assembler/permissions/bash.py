@@ -1,17 +1,19 @@
-"""Split a bash command line into the simple commands it runs, with a real grammar.
+"""Split a bash command line into the simple commands it runs, as bash reads it.
 
-The line is parsed by tree-sitter's bash grammar (the parser Claude Code uses), never
-by splitting on `;` by hand: `$(...)`, backquotes, subshells, process substitution,
-here-documents, `&&`/`||`/`|`/newlines and quoting are all the grammar's job. Every
-`command` node anywhere in the tree becomes a `SimpleCommand`, nested ones included
-(`git diff $(rm x)` is two commands).
+The tool runs a line as `bash -c LINE` (non-interactive: no aliases, no history
+expansion, `extglob` off). A rule may allow a line only when every construct in it is
+one the checker models exactly as that bash does (`assembler.permissions.bash_grammar`,
+a small hand-written recognizer following bash's own lexical rules); everything else
+is *unverifiable*: never allowed by a rule, and never matched against a deny rule as
+if it were safe (the policy asks, or refuses where nobody can answer). tree-sitter's
+reading (`bash_treesitter`) finds commands for deny rules in an unverifiable line and
+is compared with the recognizer's: when they disagree, the line is unverifiable.
 
-Safety comes from an allowlist: node types this module understands are walked;
-anything else (a parse error, `[[ ... ]]` with expansions, a `for` loop's variable,
-a function definition, an assignment, a redirection to a file) is recorded as a
-*problem*, and a line with a problem is never allowed by a rule. A problem is also
-*hidden* when part of what would run cannot be seen (`eval "$x"`, a computed
-command name), so that a deny rule cannot be ruled out either.
+For each simple command the checker keeps the texts allow and deny rules are matched
+against (wrappers seen through, `bash -c` strings and `find -exec` commands parsed
+too), and why no allow rule can cover it (`problem`). A line is *hidden* when part of
+what would run cannot be seen (unverifiable, `eval "$x"`, a computed command name, a
+builtin that evaluates its arguments): then no deny rule can be ruled out either.
 
 Parses are cached by command text: an agent repeats its commands, and a decision
 then costs only the pattern matches.
@@ -20,95 +22,44 @@ then costs only the pattern matches.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from assembler.permissions.bash_builtins import BUILTINS, MODELED, builtin_problem
+from assembler.permissions.bash_grammar import RawCommand, recognize
+from assembler.permissions.bash_reader import Unverifiable
+from assembler.permissions.bash_treesitter import treesitter_reading
+from assembler.permissions.bash_words import HOLE, ShellWord
 from assembler.permissions.wrappers import Word, unwrap
-
-if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
 
 #: How deep `bash -c 'bash -c ...'` strings are followed before giving up (hidden).
 MAX_NESTING = 4
-
-_STRUCTURE = frozenset(
-    [
-        "program",
-        "list",
-        "pipeline",
-        "subshell",
-        "negated_command",
-        "if_statement",
-        "elif_clause",
-        "else_clause",
-        "while_statement",
-        "do_group",
-        "case_statement",
-        "case_item",
-        "comment",
-        "heredoc_body",
-        "heredoc_start",
-        "heredoc_content",
-        "heredoc_end",
-        "command_substitution",
-        "process_substitution",
-        "string",
-        "string_content",
-        "concatenation",
-        "word",
-        "raw_string",
-        "number",
-        "simple_expansion",
-        "expansion",
-        "variable_name",
-        "special_variable_name",
-        "command_name",
-        "file_descriptor",
-        "ansi_c_string",
-        "translated_string",
-        "extglob_pattern",
-        "array",
-        "subscript",
-        "regex",
-        "binary_expression",
-        "unary_expression",
-        "parenthesized_expression",
-        "postfix_expression",
-        "ternary_expression",
-        "test_operator",
-    ]
-)
-_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
-_EXPANDING = frozenset(
-    {"simple_expansion", "expansion", "command_substitution", "process_substitution"}
-)
-_NOT_UNDERSTOOD = {
-    "function_definition": ("defines a shell function", False),
-    "for_statement": ("a `for` loop sets a shell variable", False),
-    "c_style_for_statement": ("a `for ((...))` loop evaluates arithmetic", False),
-    "declaration_command": ("declares shell variables", False),
-    "unset_command": ("unsets shell variables", False),
-    "variable_assignment": ("sets a shell variable", False),
-    "variable_assignments": ("sets shell variables", False),
-    "brace_expression": ("uses brace expansion", False),
-}
-_QUIET_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_ASSIGNING = re.compile(r"(?<![=!<>])=(?!=)|\+\+|--")
-_ASSIGNING_EXPANSION = re.compile(r"^\$\{[#!]?[^}:=+?/%#^,-]*(?:\[[^\]]*\])?:?=")
+#: Longer lines are not read at all (unverifiable): reading costs time in proportion.
+MAX_LENGTH = 256 * 1024
+_CACHED_LENGTH = 16 * 1024
+UNVERIFIABLE = "not verifiable"
+_LOCALE_BACKSLASH = re.compile(r"[^\x00-\x7f]\\")
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_./+-]+")
+_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
 @dataclass(frozen=True)
 class SimpleCommand:
-    """One simple command: `text` as written (canonical: word values joined by one
-    space), the texts allow and deny rules are matched against, and `problem`, why no
-    allow rule can cover it (empty when one can)."""
+    """One simple command: `text` as written (word values joined by one space, a
+    non-literal word shown as written), the texts allow and deny rules are matched
+    against (`HOLE` for what is known only when it runs), and `problem`, why no allow
+    rule can cover it (empty when one can)."""
 
     text: str
     allow_views: tuple[str, ...]
     deny_views: tuple[str, ...]
     problem: str = ""
     words: tuple[str, ...] = ()
+
+    @property
+    def literal(self) -> bool:
+        """Whether every word's value is known now (no `$x`, `$(...)`, glob)."""
+        return not any(HOLE in word for word in self.words)
 
 
 @dataclass(frozen=True)
@@ -128,7 +79,10 @@ class CommandLine:
 
 
 def parse_command_line(command: str) -> CommandLine:
-    """The simple commands of `command` (cached: see the module docstring)."""
+    """The simple commands of `command` (cached up to `_CACHED_LENGTH` characters: a
+    cache of long lines would hold a lot of memory for lines rarely repeated)."""
+    if len(command) > _CACHED_LENGTH:
+        return _parse(command)
     return _parse_cached(command)
 
 
@@ -138,265 +92,157 @@ def parse_cache_clear() -> None:
 
 @lru_cache(maxsize=4096)
 def _parse_cached(command: str) -> CommandLine:
-    walker = _Walker()
-    walker.line(command, 0)
-    problems = tuple(dict.fromkeys(walker.problems))
-    return CommandLine(command, tuple(walker.commands), problems, walker.hidden)
+    return _parse(command)
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Parser:
-    # Imported on first use: `assemble validate` never parses a command.
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
-
-    return Parser(Language(tree_sitter_bash.language()))
+def _parse(command: str) -> CommandLine:
+    reading = _Reading()
+    reading.line(command, 0, modeled=True)
+    problems = tuple(dict.fromkeys(reading.problems))
+    return CommandLine(command, tuple(reading.commands), problems, reading.hidden)
 
 
-class _Walker:
-    def __init__(self) -> None:
-        self.commands: list[SimpleCommand] = []
-        self.problems: list[str] = []
-        self.hidden = False
-        self.depth = 0
+@dataclass
+class _Reading:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    hidden: bool = False
 
     def problem(self, reason: str, hidden: bool) -> None:
         self.problems.append(reason)
         self.hidden = self.hidden or hidden
 
-    def line(self, command: str, depth: int) -> None:
+    def line(self, text: str, depth: int, *, modeled: bool) -> None:
+        """Read one line (or a `bash -c` string, `depth` levels down); `modeled` says
+        whether the shell that reads it is the bash the checker models."""
         if depth > MAX_NESTING:
             self.problem("command strings nested too deeply", True)
             return
-        if "\x00" in command:
+        if "\x00" in text:
             self.problem("the command contains a NUL character", True)
             return
-        tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
-        if tree.root_node.has_error:
-            self.problem("bash cannot parse the command", True)
-        saved, self.depth = self.depth, depth
-        self.walk(tree.root_node, "")
-        self.depth = saved
-
-    def walk(self, node: Node, writes: str) -> None:
-        kind = node.type
-        if node.is_missing or kind == "ERROR":
-            self.problem("bash cannot parse the command", True)
-        if not node.is_named:
+        if len(text) > MAX_LENGTH:
+            self.problem(f"{UNVERIFIABLE}: longer than {MAX_LENGTH // 1024} KiB", True)
             return
-        if kind == "command":
-            self.command(node, writes, ())
-            return
-        if kind == "redirected_statement":
-            self.redirected(node, writes)
-            return
-        if kind in _REDIRECTS:
-            reason, _ = self.redirect(node)
-            if reason:
-                self.problem(reason, False)
-            for child in node.named_children:
-                if child.type not in _REDIRECTS:
-                    self.walk(child, writes)
-            return
-        if kind == "expansion" and _ASSIGNING_EXPANSION.match(_text(node)):
-            self.problem("a `${name:=value}` expansion sets a shell variable", False)
-        elif kind == "arithmetic_expansion" or _is_arithmetic_command(node):
-            self.arithmetic(node)
-        elif kind == "test_command" and _text(node).startswith("[["):
-            if _has_expansion(node):
-                self.problem("`[[ ... ]]` with expansions can evaluate code", True)
-        elif kind in _NOT_UNDERSTOOD:
-            reason, hidden = _NOT_UNDERSTOOD[kind]
-            self.problem(reason, hidden)
-        elif kind not in _STRUCTURE and kind not in ("compound_statement", "test_command", "ERROR"):
-            self.problem(f"`{kind}` is not understood", True)
-        for child in node.children:
-            self.walk(child, writes)
-
-    def arithmetic(self, node: Node) -> None:
-        if _has_expansion(node):
-            self.problem("arithmetic on expanded text can evaluate code", True)
-        elif _ASSIGNING.search(_text(node).strip("$()")):
-            self.problem("arithmetic that sets a shell variable", False)
-
-    def redirected(self, node: Node, writes: str) -> None:
-        body = node.child_by_field_name("body")
-        extra: list[Word] = []
-        for child in node.children_by_field_name("redirect"):
-            reason, more = self.redirect(child)
-            writes = writes or reason
-            extra.extend(more)
-        for child in node.named_children:
-            if child == body:
-                if child.type == "command":
-                    self.command(child, writes, tuple(extra))
-                else:
-                    if extra:
-                        self.problem("words after a redirection are not understood", True)
-                    self.walk(child, writes)
+        reason = _precheck(text)
+        raw: list[RawCommand] = []
+        if not reason:
+            try:
+                recognized = recognize(text)
+            except Unverifiable as exc:
+                reason = exc.reason
+                raw = [c for c in exc.partial if isinstance(c, RawCommand)]
+            except RecursionError:  # bounded by MAX_DEPTH; a safety net for deep callers
+                reason = "nested too deeply"
             else:
-                self.walk_redirect_parts(child)
-
-    def walk_redirect_parts(self, node: Node) -> None:
-        """What a redirection holds besides its target: substitutions, here-document
-        bodies and what follows a here-document's start (`cat <<EOF | sh`)."""
-        for child in node.named_children:
-            if child.type in _REDIRECTS:
-                self.walk_redirect_parts(child)
-            else:
-                self.walk(child, "")
-
-    def redirect(self, node: Node) -> tuple[str, list[Word]]:
-        """Why this redirection makes a command unallowable ("" when it does not), and
-        the words after its target (bash reads `echo a >x b` as `echo a b >x`)."""
-        if node.type == "herestring_redirect":
-            return "", []
-        if node.type == "heredoc_redirect":
-            reasons = [self.redirect(c)[0] for c in node.named_children if c.type in _REDIRECTS]
-            return next((r for r in reasons if r), ""), []
-        operator = next((c.type for c in node.children if not c.is_named), "")
-        targets = node.children_by_field_name("destination")
-        if not targets:
-            return ("", []) if operator.endswith("-") else ("a redirection is not understood", [])
-        target, literal = _word(targets[0])
-        extra = [Word(*_word(t)) for t in targets[1:]]
-        if operator in (">&", "<&", ">&-", "<&-") and re.fullmatch(r"\d+|-", target):
-            return "", extra
-        if literal and target in _QUIET_TARGETS:
-            return "", extra
-        if operator == "<" and literal and _plain_relative(target):
-            return "", extra
-        return f"the redirection `{operator} {target}` touches a file", extra
-
-    def command(self, node: Node, writes: str, extra: tuple[Word, ...]) -> None:
-        assignments: list[Word] = []
-        words: list[Word] = []
-        problem = writes
-        name_hidden = False
-        source = node.text or b""
-        previous_end = node.start_byte
-        for child in node.named_children:
-            gap = source[previous_end - node.start_byte : child.start_byte - node.start_byte]
-            previous_end = child.end_byte
-            if words and b"\n" in gap.replace(b"\\\n", b""):
-                # tree-sitter-bash can swallow a newline into a command (`a | b\nrm x`
-                # parses as `b rm x`); bash runs what follows as a new command.
-                self.add(assignments, words, problem)
-                assignments, words, problem = [], [], writes
-            if child.type == "variable_assignment":
-                assignments.append(Word(*_word(child)))
-                for part in child.named_children:
-                    self.walk(part, "")
-            elif child.type in _REDIRECTS:
-                reason, more = self.redirect(child)
-                problem = problem or reason
-                words.extend(more)
-                self.walk_redirect_parts(child)
-            else:
-                if child.type == "command_name":
-                    raw = _text(child)
-                    value, literal = (
-                        _word(child.named_children[0]) if child.named_children else ("", False)
-                    )
-                    if not literal or re.search(r"[*?\[]|\{.*(,|\.\.).*\}", raw):
-                        name_hidden = True
-                    words.append(Word(value, literal and not name_hidden))
-                else:
-                    words.append(Word(*_word(child)))
-                self.walk(child, "")
-        words.extend(extra)
-        if name_hidden:
-            self.problem("the command name is only known when it runs", True)
-        if not words:
-            if assignments:
-                self.problem("sets a shell variable", False)
+                raw = recognized.commands
+                self.problems.extend(recognized.problems)
+        theirs, complete = treesitter_reading(text)
+        if not reason and not complete:
+            reason = "the second reading (tree-sitter) did not finish in time"
+        if not reason:
+            reason = _disagreement(raw, theirs)
+        if reason:
+            # Either reading's commands can still be denied: denying is always safe.
+            self.problem(f"{UNVERIFIABLE}: {reason}", True)
+            for words in [*theirs, *([_word(w) for w in c.words] for c in raw)]:
+                self.add(words, UNVERIFIABLE, depth)
             return
-        self.add(assignments, words, problem)
-        if words[0].literal and words[0].value.rsplit("/", 1)[-1] == "find":
-            self.find_exec(words)
+        if not modeled:
+            self.problem("a shell other than the modeled bash reads this command string", True)
+        for command in raw:
+            self.add([_word(w) for w in command.words], command.problem, depth)
 
-    def add(self, assignments: list[Word], words: list[Word], problem: str) -> None:
-        found = unwrap(words)
-        if found.hidden:
-            self.hidden = True
-        for code in found.code:
-            self.line(code, self.depth + 1)
-        full = [*assignments, *words]
-        allow = [_render(full)] + [_render(v) for v in found.allow_views[1:]]
-        deny = [_render(full)] + [_render(v) for v in found.deny_views]
-        last = found.deny_views[-1]
-        if last and last[0].literal and "/" in last[0].value:
-            deny.append(_render((Word(last[0].value.rsplit("/", 1)[-1]), *last[1:])))
-        self.commands.append(
-            SimpleCommand(
-                _render(full),
-                tuple(dict.fromkeys(allow)),
-                tuple(dict.fromkeys(deny)),
-                problem or found.problem,
-                tuple(w.value for w in full),
+    def add(self, words: list[Word], problem: str, depth: int) -> None:
+        """One simple command, and the commands `find -exec` in it runs."""
+        queue = [words]
+        while queue:
+            current = queue.pop()
+            if not current:
+                continue
+            if not current[0].literal:
+                self.problem("the command name is only known when it runs", True)
+            found = unwrap(current)
+            self.hidden = self.hidden or found.hidden
+            builtin = builtin_problem(found.deny_views)
+            if builtin:
+                self.problem(builtin, True)
+            for code, modeled in found.code:
+                self.line(code, depth + 1, modeled=modeled)
+            full = _render(current)
+            allow = [full] + [_render(v) for v in found.allow_views[1:]]
+            deny = [full] + [_render(v) for v in found.deny_views]
+            last = found.deny_views[-1]
+            if last and last[0].literal and "/" in last[0].value:
+                deny.append(_render((Word(last[0].value.rsplit("/", 1)[-1]), *last[1:])))
+            self.commands.append(
+                SimpleCommand(
+                    " ".join(w.display for w in current),
+                    tuple(dict.fromkeys(allow)),
+                    tuple(dict.fromkeys(deny)),
+                    problem or found.problem or builtin,
+                    tuple(w.value for w in current),
+                )
             )
-        )
+            if current[0].literal and current[0].value.rsplit("/", 1)[-1] == "find":
+                queue.extend(_find_exec(current))
 
-    def find_exec(self, words: list[Word]) -> None:
-        """`find ... -exec CMD {} ;` runs CMD: it is one more command to check."""
-        i = 0
-        while i < len(words):
-            if words[i].value in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = i + 1
-                while end < len(words) and words[end].value not in (";", "+"):
-                    end += 1
-                if end > i + 1:
-                    self.add([], words[i + 1 : end], "")
-                i = end
-            i += 1
+
+def _precheck(text: str) -> str:
+    """Why bash could read `text` differently whatever its grammar ("" when not)."""
+    if "\x01" in text or "\x7f" in text:
+        return "bash's own quoting characters (\\x01, \\x7f) are in the command"
+    if _LOCALE_BACKSLASH.search(text):
+        return (
+            "a non-ASCII character right before a backslash (in some locales the "
+            "backslash is part of that character)"
+        )
+    return ""
+
+
+def _disagreement(raw: list[RawCommand], theirs: list[list[Word]]) -> str:
+    """Why the recognizer's reading and tree-sitter's differ ("" when they agree on
+    which programs run, wrappers such as `time` or `env` seen through)."""
+    mine = _names([[_word(w) for w in c.words] for c in raw])
+    other = _names(theirs)
+    if mine == other:
+        return ""
+    shown = ", ".join(f"`{n}`" for n in sorted(mine ^ other))
+    return f"two readings of the line disagree about the commands it runs ({shown})"
+
+
+def _names(commands: list[list[Word]]) -> set[str]:
+    """The programs the commands run; builtins that hide a line anyway (`export`,
+    which tree-sitter reads as a declaration, not a command) are left out."""
+    names = set()
+    for words in commands:
+        if words:
+            innermost = unwrap(words).deny_views[-1]
+            name = innermost[0].value if innermost and innermost[0].literal else ""
+            if _SIMPLE_NAME.fullmatch(name) and (name not in BUILTINS or name in MODELED):
+                names.add(name)
+    return names
+
+
+def _word(word: ShellWord) -> Word:
+    return Word(word.value, word.literal, "" if word.literal else word.source)
 
 
 def _render(words: tuple[Word, ...] | list[Word]) -> str:
     return " ".join(w.value for w in words)
 
 
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "surrogateescape")
-
-
-def _word(node: Node) -> tuple[str, bool]:
-    """A word's value as the program receives it, and whether that is known now."""
-    kind = node.type
-    text = _text(node)
-    if kind == "word":
-        return _unescape(text), True
-    if kind == "number":
-        return text, True
-    if kind == "raw_string":
-        return text[1:-1], True
-    if kind == "string":
-        if all(c.type == "string_content" for c in node.named_children):
-            return re.sub(r'\\([\\"$`])', r"\1", text[1:-1].replace("\\\n", "")), True
-        return text, False
-    if kind == "concatenation":
-        parts = [_word(c) if c.is_named else (_text(c), False) for c in node.children]
-        return "".join(p for p, _ in parts), all(literal for _, literal in parts)
-    if kind == "variable_assignment":
-        name = node.child_by_field_name("name")
-        value = node.child_by_field_name("value")
-        shown, literal = _word(value) if value is not None else ("", True)
-        return f"{_text(name) if name else ''}={shown}", literal
-    return text, False
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.DOTALL)
-
-
-def _has_expansion(node: Node) -> bool:
-    if node.type in _EXPANDING:
-        return True
-    return any(_has_expansion(c) for c in node.named_children)
-
-
-def _is_arithmetic_command(node: Node) -> bool:
-    return node.type == "compound_statement" and _text(node).startswith("((")
-
-
-def _plain_relative(path: str) -> bool:
-    return not path.startswith(("/", "~")) and ".." not in path.split("/") and path != ""
+def _find_exec(words: list[Word]) -> list[list[Word]]:
+    """`find ... -exec CMD {} ;` runs CMD: more commands to check."""
+    found: list[list[Word]] = []
+    i = 0
+    while i < len(words):
+        if words[i].value in _EXEC:
+            end = i + 1
+            while end < len(words) and words[end].value not in (";", "+"):
+                end += 1
+            if end > i + 1:
+                found.append(list(words[i + 1 : end]))
+            i = end
+        i += 1
+    return found

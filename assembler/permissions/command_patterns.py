@@ -14,6 +14,15 @@ one `git` command with two more arguments.
   not `lsof`;
 - `git log:*` (Claude Code's spelling) is the same as `git log *`;
 - `*` elsewhere matches anything, `git * main` included.
+
+A part of a command that is only known when it runs (`$x`, `$(cmd)`, a glob) is
+written as `HOLE` in the text; a pattern's own characters never match it (a rule
+cannot contain NUL), only a `*` can. `could_match` answers the deny side's question,
+"could some value of the holes match?".
+
+Matching is a glob match without regular expressions: the pieces between stars are
+found left to right with `str.find`, so a decision costs the length of the command
+whatever the stars, and many rules cost their number (see `matching.CommandIndex`).
 """
 
 from __future__ import annotations
@@ -24,51 +33,137 @@ from dataclasses import dataclass
 from assembler.errors import PermissionRuleError
 
 _STAR = object()
+#: The unknown part of a command's value (`assembler.permissions.bash_words.HOLE`).
+HOLE = "\x00"
 
 
 @dataclass(frozen=True)
 class CommandPattern:
+    """`pieces` are the literal texts around the pattern's stars; `tail` says the pattern
+    ended with ` *` (then the text before it also matches alone); `literal` is the
+    command it matches when it has no wildcard; `key` its first word when that is
+    literal (the index in `matching` looks rules up by it)."""
+
     text: str
-    regex: re.Pattern[str]
-    literal: str | None  # the command it matches when it has no wildcard
+    pieces: tuple[str, ...]
+    tail: bool
+    literal: str | None
+    key: str | None
 
     def matches(self, command: str) -> bool:
-        return self.regex.fullmatch(command) is not None
+        """Whether every value of `command` matches (a hole only under a star)."""
+        if _glob(self.pieces, command):
+            return True
+        return self.tail and _glob((*self.pieces[:-1], self.pieces[-1] + " ", ""), command)
+
+    def could_match(self, command: str) -> bool:
+        """Whether some value of `command`'s holes makes it match."""
+        if HOLE not in command:
+            return self.matches(command)
+        if _could_glob(self.pieces, command):
+            return True
+        return self.tail and _could_glob((*self.pieces[:-1], self.pieces[-1] + " ", ""), command)
 
 
 def compile_command_pattern(text: str) -> CommandPattern:
     """Compile `text`; a dangling quote or backslash raises `PermissionRuleError`
     with the offset into `text`."""
+    if HOLE in text:
+        raise PermissionRuleError(
+            "a NUL character cannot be part of a command", text, text.find(HOLE)
+        )
     source = text
     if source.endswith(":*") and not source.endswith("\\:*"):
         source = source[:-2].rstrip() + " *"
     words = _words(source, text)
     if not words:
         raise PermissionRuleError("empty command pattern", text)
-    parts: list[str] = []
-    literal = True
+    tail = len(words) > 1 and words[-1] == [_STAR]
+    if tail:
+        words = words[:-1]
+    pieces: list[str] = [""]
     for index, word in enumerate(words):
-        if index == len(words) - 1 and index > 0 and word == [_STAR]:
-            parts.append("(?: .*)?")
-            literal = False
-            continue
         if index:
-            parts.append(" ")
+            pieces[-1] += " "
         for piece in word:
             if piece is _STAR:
-                parts.append(".*")
-                literal = False
+                pieces.append("")
             else:
-                parts.append(re.escape(str(piece)))
-    joined = " ".join("".join(str(p) for p in w if p is not _STAR) for w in words)
-    return CommandPattern(text, re.compile("".join(parts), re.DOTALL), joined if literal else None)
+                pieces[-1] += str(piece)
+    first = pieces[0]
+    key = first.split(" ", 1)[0] if (" " in first or len(pieces) == 1) else None
+    literal = pieces[0] if len(pieces) == 1 and not tail else None
+    return CommandPattern(text, tuple(pieces), tail, literal, key)
 
 
 def quote_word(word: str) -> str:
     """Write `word` so that a pattern reads it back literally (for session rules)."""
-    if word and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", word):
+    if word and all(c.isascii() and (c.isalnum() or c in "_@%+=:,./-") for c in word):
         return word
     return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def _glob(pieces: tuple[str, ...], text: str) -> bool:
+    """`text` against `piece0 * piece1 * ... pieceN`: the outer pieces anchored, the
+    inner ones found leftmost in turn (which is optimal when `*` is the only wildcard)."""
+    if len(pieces) == 1:
+        return text == pieces[0]
+    first, last = pieces[0], pieces[-1]
+    if len(text) < len(first) + len(last) or not text.startswith(first):
+        return False
+    if not text.endswith(last):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for piece in pieces[1:-1]:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
+
+
+def _could_glob(pieces: tuple[str, ...], text: str) -> bool:
+    """Whether the pattern and `text` (with holes matching any string) have a common
+    string: a set of pattern positions (a bit mask) advanced over `text`; a hole
+    reaches every position from the earliest one held."""
+    segments = text.split(HOLE)
+    head, rest = segments[0], segments[-1]
+    first, last = pieces[0], pieces[-1] if len(pieces) > 1 else ""
+    if not (first.startswith(head) or head.startswith(first)) and len(pieces) > 1:
+        return False
+    if len(pieces) > 1 and not (last.endswith(rest) or rest.endswith(last)):
+        return False
+    tokens: list[str | None] = []
+    for index, piece in enumerate(pieces):
+        if index:
+            tokens.append(None)
+        tokens.extend(piece)
+    stars = 0
+    masks: dict[str, int] = {}
+    for index, token in enumerate(tokens):
+        if token is None:
+            stars |= 1 << index
+        else:
+            masks[token] = masks.get(token, 0) | 1 << index
+    everything = (1 << (len(tokens) + 1)) - 1
+
+    def closure(states: int) -> int:
+        while True:
+            grown = states | (states & stars) << 1
+            if grown == states:
+                return states
+            states = grown
+
+    states = closure(1)
+    for char in text:
+        if char == HOLE:
+            lowest = (states & -states).bit_length() - 1
+            states = everything & ~((1 << lowest) - 1) if states else 0
+        else:
+            states = closure((states & masks.get(char, 0)) << 1 | (states & stars))
+        if not states:
+            return False
+    return bool(states >> len(tokens) & 1)
 
 
 def _words(source: str, original: str) -> list[list[object]]:

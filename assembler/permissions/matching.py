@@ -14,11 +14,17 @@ Two questions are asked, because allow and deny differ on compound arguments:
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from assembler.permissions.bash import SimpleCommand
-from assembler.permissions.command_patterns import CommandPattern, compile_command_pattern
+from assembler.permissions.command_patterns import (
+    HOLE,
+    CommandPattern,
+    compile_command_pattern,
+)
 from assembler.permissions.path_patterns import PathPattern, compile_path_pattern
 from assembler.permissions.rules import Rule, Verdict, parse_rule
 from assembler.permissions.subjects import Subject
@@ -67,7 +73,7 @@ class CompiledRule:
         if subject.kind == "command":
             assert subject.line is not None
             command = self.command_pattern()
-            return any(command.matches(v) for c in subject.line.commands for v in c.deny_views)
+            return any(command.could_match(v) for c in subject.line.commands for v in c.deny_views)
         if subject.kind == "path":
             return self.path_pattern().matches(subject.value)
         if subject.kind == "tree":
@@ -113,26 +119,66 @@ class CompiledRule:
         return self._text
 
 
-class CommandMatcher:
-    """Many rules' command patterns as one regular expression, tried in rule order:
-    one `fullmatch` per command text instead of one per rule (see the bench)."""
+class CommandIndex:
+    """Many rules' command patterns, looked up by the command's first word.
+
+    A rule whose pattern starts with a literal word (`git diff *`) is tried only on
+    commands with that first word; the others (`*`, `git*`) on every command. Rules
+    are tried in list order, each at most once per text, so a decision costs at most
+    the number of rules times the length of the command (see the bench): one regular
+    expression alternation of all patterns cost time growing with the square of the
+    number of rules.
+    """
 
     def __init__(self, rules: list[CompiledRule]) -> None:
         self.bare = next((r for r in rules if r.rule.pattern is None), None)
         self.rules = [r for r in rules if r.rule.pattern is not None]
-        alternatives = (
-            f"(?P<r{i}>{r.command_pattern().regex.pattern})" for i, r in enumerate(self.rules)
-        )
-        self.regex = re.compile("|".join(alternatives), re.DOTALL) if self.rules else None
+        self._patterns = [r.command_pattern() for r in self.rules]
+        self._by_key: dict[str, list[int]] = {}
+        self._anywhere: list[int] = []
+        for index, pattern in enumerate(self._patterns):
+            key = pattern.key
+            if key is None:
+                self._anywhere.append(index)
+            else:
+                self._by_key.setdefault(key, []).append(index)
 
-    def first(self, texts: tuple[str, ...]) -> CompiledRule | None:
-        """The first rule whose pattern matches one of `texts`."""
-        if self.regex is None:
-            return None
+    def _candidates(self, text: str) -> Iterable[int]:
+        bucket = self._by_key.get(text.split(" ", 1)[0], [])
+        if not self._anywhere:
+            return bucket
+        if not bucket:
+            return self._anywhere
+        return heapq.merge(bucket, self._anywhere)
+
+    def first(self, texts: Iterable[str]) -> int | None:
+        """The index of the first rule whose pattern matches one of `texts`."""
+        found: int | None = None
+        patterns = self._patterns
+        for text in texts:
+            for index in self._candidates(text):
+                if found is not None and index >= found:
+                    break
+                pattern = patterns[index]
+                if text.startswith(pattern.pieces[0]) and pattern.matches(text):
+                    found = index
+                    break
+        return found
+
+    def possible(self, texts: Iterable[str]) -> int | None:
+        """The index of the first rule some value of the texts' holes could match."""
         found: int | None = None
         for text in texts:
-            match = self.regex.fullmatch(text)
-            if match is not None and match.lastgroup is not None:
-                index = int(match.lastgroup[1:])
-                found = index if found is None else min(found, index)
-        return None if found is None else self.rules[found]
+            if HOLE not in text:
+                continue
+            if HOLE in text.split(" ", 1)[0]:
+                candidates: Iterable[int] = range(len(self.rules))
+            else:
+                candidates = self._candidates(text)
+            for index in candidates:
+                if found is not None and index >= found:
+                    break
+                if self._patterns[index].could_match(text):
+                    found = index
+                    break
+        return found

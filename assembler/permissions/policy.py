@@ -3,12 +3,14 @@
 Precedence is fixed, whatever order the manifest lists rules in: a matching deny
 rule, then a matching ask rule, then allow rules, then the `default`. For `bash`, an
 allow needs every simple command of the line covered (each by some allow rule), and
-a line the parser does not fully understand is never allowed by a pattern.
+a line the checker cannot model exactly (unverifiable) is never allowed by a pattern.
 
 One more rule keeps deny patterns meaningful: when part of a call cannot be checked
-against the tool's deny or ask patterns (a hidden part of a bash line, a path that
-does not resolve), the call is asked about rather than allowed, by a rule or by the
-default alike.
+against the tool's deny or ask patterns (an unverifiable or hidden part of a bash line,
+a value known only at run time that a pattern could match, a path that does not
+resolve), the call is asked about rather than allowed, by a rule or by the default
+alike; under `bypass`, which answers no question, it is denied when a deny pattern
+could not be ruled out.
 
 The permission mode then changes what an `ask` becomes (`default` leaves it for a
 person; `accept-edits` allows `write`/`edit` inside the workspace; `deny-asks`
@@ -30,7 +32,7 @@ from assembler.errors import PermissionRuleError, ToolError
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions.bash import CommandLine
 from assembler.permissions.command_patterns import quote_word
-from assembler.permissions.matching import CommandMatcher, CompiledRule
+from assembler.permissions.matching import CommandIndex, CompiledRule
 from assembler.permissions.path_patterns import escape_path
 from assembler.permissions.rules import PRECEDENCE, Verdict
 from assembler.permissions.subjects import (
@@ -81,10 +83,13 @@ class PermissionPolicy:
     _by_tool: dict[tuple[str, str], list[CompiledRule]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    _matchers: dict[tuple[str, str, Verdict], CommandMatcher] = field(
+    _matchers: dict[tuple[str, str, Verdict], CommandIndex] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
     _root: list[Path] = field(default_factory=list, init=False, compare=False, repr=False)
+    _grouped: dict[tuple[str, str], _Groups] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @classmethod
     def from_spec(
@@ -129,6 +134,11 @@ class PermissionPolicy:
         if decision.verdict != "ask" or self.mode == "default":
             return decision
         if self.mode == "bypass":
+            unchecked = self._unchecked_deny(tool_name, tool, subject)
+            if unchecked:
+                # bypass skips questions; it does not switch deny rules off
+                reason = f"{unchecked} (permission mode `bypass` skips questions, not deny rules)"
+                return Decision("deny", reason, None, "mode")
             return Decision("allow", "allowed by the permission mode `bypass`", None, "mode")
         if self.mode == "deny-asks":
             return Decision(
@@ -170,6 +180,8 @@ class PermissionPolicy:
             missing = [
                 c for c in subject.line.commands if not any(r.covers_command(c) for r in allows)
             ]
+            if any(not c.literal for c in missing):
+                return ()  # `$x` or a glob: no rule names exactly this call
             return tuple(
                 dict.fromkeys(
                     f"{tool_name}({' '.join(quote_word(w) for w in c.words)})" for c in missing
@@ -207,14 +219,66 @@ class PermissionPolicy:
                 return subject_of(tool_name, arguments, tool, self.workspace)
         return subject_of(tool_name, arguments, tool, self.workspace, self._root[0])
 
-    def _matcher(self, tool_name: str, source: str, verdict: Verdict) -> CommandMatcher:
+    def _matcher(self, tool_name: str, source: str, verdict: Verdict) -> CommandIndex:
         key = (tool_name, source, verdict)
         found = self._matchers.get(key)
         if found is None:
             if len(self._matchers) > 4096:
                 self._matchers.clear()
             rules = [r for r in self._naming(tool_name, source) if r.verdict == verdict]
-            found = self._matchers[key] = CommandMatcher(rules)
+            found = self._matchers[key] = CommandIndex(rules)
+        return found
+
+    def _possible_hit(
+        self, tool_name: str, source: str, line: CommandLine, verdicts: tuple[Verdict, ...]
+    ) -> str:
+        """Why a rule of these verdicts could match a command whose value is partly
+        known only when it runs (`rm $x` against `bash(rm -rf *)`), "" when none can."""
+        for verdict in verdicts:
+            matcher = self._matcher(tool_name, source, verdict)
+            texts = [v for c in line.commands if not c.literal for v in c.deny_views]
+            found = matcher.possible(texts) if texts else None
+            if found is not None:
+                return (
+                    f"`{matcher.rules[found].text}` may match once the line's expansions are known"
+                )
+        return ""
+
+    def _unchecked_deny(
+        self, tool_name: str, tool: ToolLike | None, subject: Subject | None
+    ) -> str:
+        """Why this call cannot be checked against the tool's deny patterns ("" when it
+        can, or when there are none)."""
+        source = tool.source if tool is not None else "builtin"
+        denies = [
+            r for r in self._naming(tool_name, source)
+            if r.verdict == "deny" and r.rule.pattern is not None
+        ]  # fmt: skip
+        if not denies or subject is None:
+            return ""
+        unchecked = _unchecked(subject)
+        if not unchecked and subject.line is not None:
+            unchecked = self._possible_hit(tool_name, source, subject.line, ("deny",))
+        if not unchecked:
+            return ""
+        return f"cannot be checked against {_shown(denies)}: {unchecked}"
+
+    def _groups(self, tool_name: str, source: str) -> _Groups:
+        """The tool's rules sorted once for `_by_rules`, so a decision does not walk
+        every rule again (10,000 rules: see bench_permissions.py)."""
+        key = (tool_name, source)
+        found = self._grouped.get(key)
+        if found is None:
+            if len(self._grouped) > 4096:
+                self._grouped.clear()
+            rules = self._naming(tool_name, source)
+            allows = [r for r in rules if r.verdict == "allow"]
+            found = self._grouped[key] = _Groups(
+                patterned=any(r.rule.pattern is not None for r in rules),
+                guards=[r for r in rules if r.verdict != "allow" and r.rule.pattern is not None],
+                allows=allows,
+                bare_allow=any(r.rule.pattern is None for r in allows),
+            )
         return found
 
     def _by_rules(
@@ -222,8 +286,9 @@ class PermissionPolicy:
     ) -> tuple[Decision, Subject | None]:
         source = tool.source if tool is not None else "builtin"
         rules = self._naming(tool_name, source)
+        groups = self._groups(tool_name, source)
         subject: Subject | None = None
-        if any(r.rule.pattern is not None for r in rules):
+        if groups.patterned:
             subject = self._subject(tool_name, arguments, tool)
         line = subject.line if subject is not None and subject.kind == "command" else None
         for verdict in ("deny", "ask"):
@@ -243,16 +308,16 @@ class PermissionPolicy:
             if hit is not None:
                 word = "denied by" if verdict == "deny" else "needs approval under"
                 return Decision(verdict, f"{word} the rule `{hit.text}`", hit.text), subject
-        guards = [r for r in rules if r.verdict != "allow" and r.rule.pattern is not None]
+        guards, allows = groups.guards, groups.allows
         unchecked = _unchecked(subject) if guards and subject is not None else ""
-        allows = [r for r in rules if r.verdict == "allow"]
-        if line is not None and not any(r.rule.pattern is None for r in allows):
+        if guards and not unchecked and line is not None:
+            unchecked = self._possible_hit(tool_name, source, line, ("deny", "ask"))
+        if line is not None and not groups.bare_allow:
             allowed_by = _commands_allowed_by(self._matcher(tool_name, source, "allow"), line)
         else:
             allowed_by = _allowed_by(allows, subject)
         if unchecked and (allowed_by is not None or self.default == "allow"):
-            shown = ", ".join(f"`{r.text}`" for r in guards)
-            reason = f"cannot be checked against {shown}: {unchecked}"
+            reason = f"cannot be checked against {_shown(guards)}: {unchecked}"
             return Decision("ask", reason, None, "rule"), subject
         if allowed_by is not None:
             session = all(r.session for r in allowed_by)
@@ -263,25 +328,40 @@ class PermissionPolicy:
         reason = f"no rule matches; the default is {self.default}"
         if self.default == "deny":
             reason = "no allow rule matches and the default is deny"
+        if line is not None and allows and not line.allowable:
+            reason = f"no rule can allow this line ({_line_problems(line)}); the default is {self.default}"
         return Decision(self.default, reason, None, "default"), subject
 
 
-def _first_hit(matcher: CommandMatcher, line: CommandLine) -> CompiledRule | None:
+@dataclass(frozen=True)
+class _Groups:
+    patterned: bool
+    guards: list[CompiledRule]
+    allows: list[CompiledRule]
+    bare_allow: bool
+
+
+def _shown(rules: list[CompiledRule]) -> str:
+    shown = ", ".join(f"`{r.text}`" for r in rules[:3])
+    return shown + (f" and {len(rules) - 3} more" if len(rules) > 3 else "")
+
+
+def _first_hit(matcher: CommandIndex, line: CommandLine) -> CompiledRule | None:
     """The first rule (in list order) matching any simple command of the line."""
-    hits = [h for c in line.commands if (h := matcher.first(c.deny_views)) is not None]
-    return min(hits, key=matcher.rules.index) if hits else None
+    found = matcher.first(view for c in line.commands for view in c.deny_views)
+    return None if found is None else matcher.rules[found]
 
 
-def _commands_allowed_by(matcher: CommandMatcher, line: CommandLine) -> list[CompiledRule] | None:
+def _commands_allowed_by(matcher: CommandIndex, line: CommandLine) -> list[CompiledRule] | None:
     """The allow rules covering every simple command of an understood line, or None."""
     if not line.allowable or not line.commands:
         return None
     used: list[CompiledRule] = []
     for command in line.commands:
-        rule = matcher.first(command.allow_views)
-        if rule is None:
+        found = matcher.first(command.allow_views)
+        if found is None:
             return None
-        used.append(rule)
+        used.append(matcher.rules[found])
     return used
 
 
@@ -293,6 +373,11 @@ def _allowed_by(allows: list[CompiledRule], subject: Subject | None) -> list[Com
     if subject is None or subject.unknown:
         return None
     return next(([r] for r in allows if r.covers(subject)), None)
+
+
+def _line_problems(line: CommandLine) -> str:
+    problems = [*line.problems, *(c.problem for c in line.commands)]
+    return "; ".join(list(dict.fromkeys(p for p in problems if p))[:3])
 
 
 def _unchecked(subject: Subject) -> str:

@@ -16,7 +16,11 @@ line holding one is never allowed by a rule and is asked about when a deny rule 
 Commands that run a *string* as shell code (`bash -c`, `sh -c`, `eval`, `trap`,
 `watch`) and shells that read commands from their input (`... | sh`) are never
 allowed by a rule; when the string is literal it is parsed too, so a deny rule still
-sees `bash -c 'rm x'`. A wrapper whose options are not understood hides its command:
+sees `bash -c 'rm x'`. Only `eval`, `trap` and `bash -c` with the plain options
+(`-c`, `-e`, `-u`, `-x`, `-v`) read the string as the checker models it; another shell
+(`sh` is dash on Debian: `&>` is not a redirection there), `bash -O extglob`, `bash -i`
+or `watch` read it by other rules, so what the parser finds in it can be denied but
+cannot rule a deny out. A wrapper whose options are not understood hides its command:
 the call is then never allowed without asking.
 """
 
@@ -34,6 +38,11 @@ class Word:
 
     value: str
     literal: bool = True
+    shown: str = ""  # the source text, for a word that is not literal
+
+    @property
+    def display(self) -> str:
+        return self.shown or self.value
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,10 @@ WRAPPERS: dict[str, tuple[_Options, bool]] = {
     ),
     "coproc": (_opts(), False),
 }
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox"})
+SHELLS = frozenset(
+    {"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "busybox", "ash", "yash", "posh",
+     "rbash", "csh", "tcsh"}
+)  # fmt: skip
 _SHELL_VALUES = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 #: Run their (joined) arguments as shell code.
 STRING_RUNNERS = frozenset({"eval", "trap", "watch"})
@@ -98,13 +110,14 @@ class Unwrapped:
 
     `allow_views` and `deny_views` are the word lists rules of each kind are matched
     against (the command as written first); `code` holds shell strings to parse too
-    (`bash -c STRING`); `problem` says why no allow rule covers the command; `hidden`
-    that some of what runs could not be seen.
+    (`bash -c STRING`), each with whether the shell reading it is the one the checker
+    models; `problem` says why no allow rule covers the command; `hidden` that some of
+    what runs could not be seen.
     """
 
     allow_views: list[tuple[Word, ...]]
     deny_views: list[tuple[Word, ...]]
-    code: list[str] = field(default_factory=list)
+    code: list[tuple[str, bool]] = field(default_factory=list)
     problem: str = ""
     hidden: bool = False
 
@@ -188,21 +201,25 @@ def _shell(words: tuple[Word, ...], result: Unwrapped) -> None:
     """`bash -c STRING`, `bash script.sh`, or a shell reading commands from stdin."""
     i = 1
     command_string = False
+    modeled = words[0].value.rsplit("/", 1)[-1] == "bash"
     while i < len(words) and words[i].literal and words[i].value[:1] in "-+":
         text = words[i].value
         if text == "--":
             i += 1
             break
         if text in _SHELL_VALUES:
+            modeled = False
             i += 2
             continue
         if not text.startswith("--") and "c" in text[1:]:
             command_string = True
+        if not re.fullmatch(r"-[ceuxv]+", text):
+            modeled = False  # -i (aliases), -l (profiles), --posix, -O extglob ...
         i += 1
     if command_string:
         result.problem = f"`{words[0].value}` runs a command string"
         if i < len(words) and words[i].literal:
-            result.code.append(words[i].value)
+            result.code.append((words[i].value, modeled))
         else:
             result.hidden = True
     elif i >= len(words) or (words[i].literal and words[i].value == "-s"):
@@ -223,4 +240,5 @@ def _string_runner(name: str, words: tuple[Word, ...], result: Unwrapped) -> Non
     if not all(w.literal for w in args):
         result.hidden = True
     elif args:
-        result.code.append(" ".join(w.value for w in args))
+        # eval and trap run the string in this very shell; watch hands it to `sh -c`
+        result.code.append((" ".join(w.value for w in args), name != "watch"))

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError
+from assembler.python_source import building_syntax_trees
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -164,7 +165,8 @@ def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
     so each iteration is counted against the render budget."""
     from jinja2 import nodes
 
-    tree = environment.parse(text)
+    with building_syntax_trees():
+        tree = environment.parse(text)
     for loop in tree.find_all(nodes.For):
         line = loop.iter.lineno
         guard = nodes.Name(LOOP_GUARD, "load", lineno=line)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError, TemplateSecurityError
 from assembler.prompt.sandbox import guard_loops, render_within_budget, sandbox_class
+from assembler.python_source import building_syntax_trees
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -181,7 +182,8 @@ def template_problems(section: str, text: str) -> list[TemplateProblem]:
 
     env = environment()
     try:
-        tree = env.parse(text)
+        with building_syntax_trees():
+            tree = env.parse(text)
     except TemplateSyntaxError as e:
         return [TemplateProblem(e.lineno or 1, f"template syntax error: {e.message}")]
     problems: list[TemplateProblem] = []

@@ -83,6 +83,9 @@ BYPASSES = [
     "git status; trap 'rm x' EXIT",
     "alias git=rm; git status",
     "[[ $(rm x) ]]; git status",
+    # `[[` is not modeled (its operands are evaluated as arithmetic by `-eq`, `-v` ...):
+    # it was allowed before, it is asked about now, whatever it holds.
+    "[[ -f README ]] && git status",
     "echo $(( $(cat f) )); git status",
     "echo ${X:=1}; git status",
     "find . -exec rm {} \\;",
@@ -174,8 +177,12 @@ def test_what_the_parser_cannot_see_is_asked_not_allowed(workspace: Path, comman
         "git status; git status",
         "git status && git status || git status",
         "git status | git status",
-        "[[ -f README ]] && git status",
         "if git status; then git status; fi",
+        "! git status && time -p git status",
+        "while git status; do git status; done",
+        "git status | git status\n",
+        "git status <<'EOF'\n$(rm x) `rm x`\nEOF\n",
+        'git "status" 2>/dev/null </dev/null',
     ],
 )
 def test_what_the_rule_names_is_allowed(workspace: Path, command: str) -> None:
@@ -226,10 +233,18 @@ def test_pattern_semantics(workspace: Path, pattern: str, command: str, allowed:
 
 
 def test_the_splitter_finds_every_simple_command() -> None:
-    line = parse_command_line("a 1; b 2 && c 3 || d | e\nf $(g) `h` <(i) >(j) <<EOF\n$(k)\nEOF\n")
+    line = parse_command_line("a 1; b 2 && c 3 || d | e\nf $(g) <(i) >(j) <<'EOF'\n$(k)\nEOF\n")
     names = sorted(c.words[0] for c in line.commands)
-    assert names == ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+    assert names == ["a", "b", "c", "d", "e", "f", "g", "i", "j"]  # the body is only text
     assert line.allowable and not line.hidden
+
+
+def test_an_unverifiable_line_is_still_searched_for_deny_rules() -> None:
+    # Backquotes and an unquoted here-document body holding `$(...)` are not modeled:
+    # the line is hidden (asked about), but what either reading sees can be denied.
+    line = parse_command_line("a 1; f `h` <<EOF\n$(k)\nEOF\n")
+    assert not line.allowable and line.hidden
+    assert {"a", "h", "k"} <= {c.words[0] for c in line.commands}
 
 
 def test_parses_are_cached() -> None:

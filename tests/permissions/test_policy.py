@@ -124,12 +124,17 @@ def test_a_session_rule_allows_the_exact_call_and_nothing_else(workspace: Path) 
 
 def test_session_rules_quote_what_a_pattern_would_read_as_a_wildcard(workspace: Path) -> None:
     policy = PermissionPolicy.from_spec(PermissionsSpec(default="ask"), workspace=workspace)
-    command = "ls '*.py' \"a b\" $HOME"
+    command = "ls '*.py' \"a b\" '$HOME'"
     (rule,) = policy.session_rules_for("bash", {"command": command}, None)
     assert rule == "bash(ls '*.py' 'a b' '$HOME')"
     session = policy.with_session_rule(rule)
     assert session.decide("bash", {"command": command}, None).origin == "session"
-    assert session.decide("bash", {"command": "ls x 'a b' $HOME"}, None).verdict == "ask"
+    assert session.decide("bash", {"command": "ls x 'a b' '$HOME'"}, None).verdict == "ask"
+    # `$HOME` unquoted is the home directory, not the text `$HOME`: the rule does not
+    # allow it, and no rule names that call exactly, so none is offered (the session
+    # rule used to read `$HOME` as literal text).
+    assert session.decide("bash", {"command": "ls '*.py' 'a b' $HOME"}, None).verdict == "ask"
+    assert policy.session_rules_for("bash", {"command": "ls $HOME"}, None) == ()
     (path_rule,) = policy.session_rules_for("edit", {"path": "src/[x]*.py"}, None)
     assert path_rule == "edit(src/[[]x][*].py)"
     assert (

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.python_source import building_syntax_trees
+
 Schema = dict[str, Any]
 Converter = Callable[[Any], Any]
 
@@ -272,7 +274,8 @@ def _to_float(value: Any) -> Any:
 
 
 def _union(members: Sequence[Derived]) -> Derived:
-    from jsonschema import Draft202012Validator
+    with building_syntax_trees():  # its first import parses Python: see python_source
+        from jsonschema import Draft202012Validator
 
     schema = union([member.schema for member in members])
     if all(member.convert is None for member in members):

@@ -21,6 +21,7 @@ from typing import Any
 
 from assembler.errors import ToolError
 from assembler.manifest.model import PythonToolSpec
+from assembler.python_source import building_syntax_trees
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.python.static import StaticToolInfo, static_python_tool
 
@@ -42,7 +43,8 @@ def load_python_tool(spec: PythonToolSpec, roots: Sequence[Path]) -> Tool:
     Raises `ToolError` naming the reference when the module or function cannot be
     loaded or the function cannot be described as a tool.
     """
-    from assembler.tools.python.runtime import build, import_function  # start-up cost
+    with building_syntax_trees():  # jsonschema's first import parses Python
+        from assembler.tools.python.runtime import build, import_function  # start-up cost
 
     func, function_name = import_function(spec.function, roots)
     return build(func, spec, function_name)
@@ -59,7 +61,8 @@ def tool_from_function(
 ) -> Tool:
     """A tool from a function object (an extension's `register_tool`), described and
     run exactly as `load_python_tool` does for a manifest's `python:` entry."""
-    from assembler.tools.python.runtime import build, refuse_generators  # start-up cost
+    with building_syntax_trees():  # jsonschema's first import parses Python
+        from assembler.tools.python.runtime import build, refuse_generators  # start-up cost
 
     if not (inspect.isfunction(function) or inspect.ismethod(function)):
         raise ToolError(

@@ -1,0 +1,89 @@
+"""Command patterns without regular expressions: the same answers as a regular
+expression reference, holes matched only by `*`, and "could match" exact against
+brute force."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assembler.errors import PermissionRuleError
+from assembler.permissions.command_patterns import HOLE, compile_command_pattern
+
+patterns = st.text(alphabet="ab *", min_size=1, max_size=7).filter(lambda p: p.strip())
+texts = st.text(alphabet="ab ", max_size=8)
+
+
+def _reference(pattern: str) -> re.Pattern[str]:
+    """The regular expression the previous matcher compiled for `pattern`."""
+    compiled = compile_command_pattern(pattern)
+    body = ".*".join(re.escape(p) for p in compiled.pieces)
+    return re.compile(body + ("(?: .*)?" if compiled.tail else ""), re.DOTALL)
+
+
+@settings(max_examples=400, deadline=None)
+@given(patterns, texts)
+def test_matching_agrees_with_the_regular_expression(pattern: str, text: str) -> None:
+    compiled = compile_command_pattern(pattern)
+    assert compiled.matches(text) == (_reference(pattern).fullmatch(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns, st.text(alphabet=["a", "b", " ", HOLE], max_size=6))
+def test_could_match_is_exact(pattern: str, text: str) -> None:
+    """Some filling of the holes (strings over the pattern's alphabet, no longer than
+    the pattern: a longer one is never needed) matches, exactly when `could_match`."""
+    compiled = compile_command_pattern(pattern)
+    holes = text.count(HOLE)
+    fills = [
+        "".join(c) for n in range(len(pattern) + 1) for c in itertools.product("ab ", repeat=n)
+    ]
+    expected = any(
+        compiled.matches(_fill(text, choice)) for choice in itertools.product(fills, repeat=holes)
+    )
+    assert compiled.could_match(text) == expected
+    # and `matches` holds for a text with holes only when every filling matches
+    if compiled.matches(text):
+        assert all(
+            compiled.matches(_fill(text, c)) for c in itertools.product(fills[:7], repeat=holes)
+        )
+
+
+def _fill(text: str, choice: tuple[str, ...]) -> str:
+    parts = text.split(HOLE)
+    return parts[0] + "".join(c + p for c, p in zip(choice, parts[1:], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command", "matches", "could"),
+    [
+        ("rm -rf /*", f"rm -rf {HOLE}", False, True),
+        ("rm -rf /*", "rm -rf /tmp", True, True),
+        ("ls *", f"ls {HOLE}", True, True),
+        ("ls '$HOME'", f"ls {HOLE}", False, True),
+        ("git status", f"git status {HOLE}", False, True),
+        ("git log", f"git status {HOLE}", False, False),
+        ("* x", f"{HOLE} y", False, False),
+    ],
+)
+def test_holes(pattern: str, command: str, matches: bool, could: bool) -> None:
+    compiled = compile_command_pattern(pattern)
+    assert (compiled.matches(command), compiled.could_match(command)) == (matches, could)
+
+
+def test_a_pattern_cannot_hold_a_nul() -> None:
+    with pytest.raises(PermissionRuleError, match="NUL"):
+        compile_command_pattern("echo \x00")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key"),
+    [("git diff *", "git"), ("git", "git"), ("git:*", "git"), ("git*", None), ("* x", None),
+     ("'a b' c", "a"), ("x\\ y *", "x")],
+)  # fmt: skip
+def test_the_index_key_is_the_literal_first_word(pattern: str, key: str | None) -> None:
+    assert compile_command_pattern(pattern).key == key
