@@ -316,6 +316,8 @@ class AgentRunner(ToolCalls):
                     )
                 message = done.message
                 cost = self._charge(done)
+                while self.meter.notes:  # a prefix the prompt cache could not serve
+                    yield Diagnostic(self.meter.notes.pop(0), "warning")
                 self._append(message, done.usage, cost if self.meter.price else None)
                 yield self._usage_event(done, cost)
                 final_text = message.text or final_text

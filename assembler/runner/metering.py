@@ -20,6 +20,7 @@ from assembler.pricing import Price
 from assembler.runner.budget import BudgetPot, BudgetStop, Reservation
 from assembler.runner.cuts import CUT_REASONS
 from assembler.runner.estimate import Calibration
+from assembler.runner.prefix import PrefixWatch
 
 __all__ = ["MIN_REPLY", "BudgetExhausted", "Meter"]
 
@@ -75,6 +76,9 @@ class Meter:
         """The budget that lowered the latest request's reply limit, if one did."""
         self.last_estimate: int | None = None
         """The (calibrated) input estimate of the latest request."""
+        self.prefix = PrefixWatch()
+        self.notes: list[str] = []
+        """Warnings for the user (a prefix the cache cannot serve), taken by the loop."""
 
     def start_run(self) -> BudgetPot:
         """A new pot for a run (drawing from the parent's, when there is one)."""
@@ -93,6 +97,9 @@ class Meter:
         settings (a retry after a cut)."""
         raw, estimate = self.calibration.estimate(request)
         self.last_estimate = estimate
+        note = self.prefix.check(request)
+        if note is not None:
+            self.notes.append(note)
         settings = request.settings
         asked = wanted or settings.max_tokens
         limit = asked or _UNLIMITED
