@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from assembler.pricing import format_cost
 from assembler.runner.events import (
     Compacted,
     Diagnostic,
@@ -114,6 +115,8 @@ class EventPrinter:
                 self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, RunEnd):
             self._end_line()
+            if event.cost_usd is not None:  # a priced model: what the run cost
+                self._err(_spent(event), dim=True)
             if event.reason == "error" and event.message in self.errors:
                 return  # the error line above said it: each error is printed once
             if event.reason != "completed":
@@ -131,6 +134,15 @@ class EventPrinter:
             if activity is not None:
                 text, fg = activity
                 self._err(text, fg, dim=isinstance(event, SubagentEvent))
+
+
+def _spent(end: RunEnd) -> str:
+    """`cost $0.0123 · 12,345 tokens · 83% of input from the cache`."""
+    usage = end.usage
+    line = f"cost {format_cost(end.cost_usd or 0.0)} · {usage.input_tokens + usage.output_tokens:,} tokens"
+    if usage.cache_read_tokens:
+        line += f" · {end.cached_share():.0%} of input from the cache"
+    return line
 
 
 def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None] | None:

@@ -6,6 +6,7 @@ hides it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,5 +80,7 @@ def test_reasoning_is_dimmed_on_stderr_and_can_be_hidden(
 
     assert shown.code == 0 and hidden.code == 0
     assert shown.out.strip() == hidden.out.strip() == "The answer."
+    # a priced model: what the run cost, on stderr after the answer
+    assert re.search(r"cost \$0\.\d{4} · [\d,]+ tokens", shown.err), shown.err
     assert "Pondering the notes deeply." in shown.err
     assert "Pondering" not in hidden.err
