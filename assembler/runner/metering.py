@@ -102,11 +102,13 @@ class Meter:
             self.notes.append(note)
         settings = request.settings
         asked = wanted or settings.max_tokens
-        limit = asked or _UNLIMITED
-        if self.context_window and self.context_window - estimate >= MIN_REPLY:
-            limit = min(limit, self.context_window - estimate)
-        if asked is None and self.pot is not None and _counts_spending(self.pot):
-            limit = min(limit, UNKNOWN_REPLY)
+        # without a limit of its own, a request gets one only when a budget counts it
+        # (the server's default otherwise: it may be below the context window's room)
+        bounded = bool(asked) or (self.pot is not None and _counts_spending(self.pot))
+        limit = asked or (UNKNOWN_REPLY if bounded else _UNLIMITED)
+        room = (self.context_window or 0) - estimate
+        if bounded and room >= MIN_REPLY:
+            limit = min(limit, room)
         minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
         reservation: Reservation | None = None
         self.last_capped = None
@@ -119,7 +121,7 @@ class Meter:
             reservation = held
             limit = held.tokens - estimate
             self.last_capped = held.capped
-        max_tokens = limit if (asked or limit < _UNLIMITED) else None
+        max_tokens = limit if bounded else None
         self.last_max_tokens = max_tokens
         if max_tokens != settings.max_tokens:
             request = replace(request, settings=replace(settings, max_tokens=max_tokens))
