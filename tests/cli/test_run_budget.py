@@ -84,3 +84,26 @@ def test_reasoning_is_dimmed_on_stderr_and_can_be_hidden(
     assert re.search(r"cost \$0\.\d{4} · [\d,]+ tokens", shown.err), shown.err
     assert "Pondering the notes deeply." in shown.err
     assert "Pondering" not in hidden.err
+
+
+def test_the_session_file_records_cost_and_the_budget_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sessions = tmp_path / "sessions"
+    with AnthropicServer() as server:
+        server.respond_with(anthropic_responder(replies(chatty())))
+        path = manifest(tmp_path, server.base_url, limits=", budget: {tokens: 2500}")
+        result = assemble(capsys, "run", str(path), "-p", "talk", "--session-dir", str(sessions))
+
+    assert result.code == 3
+    (session,) = [p for p in sessions.rglob("*.jsonl") if ".trace." not in p.name]
+    entries = [json.loads(line) for line in session.read_text().splitlines()]
+    priced = [e for e in entries if e.get("type") == "message" and "cost_usd" in e]
+    assert priced and all(e["cost_usd"] > 0 and e["usage"]["output_tokens"] > 0 for e in priced)
+    (end,) = [
+        e["event"] for e in entries if e.get("type") == "event" and e["event"]["type"] == "run_end"
+    ]
+    assert end["reason"] == "budget"
+    assert end["budget"]["budget"] == "tokens" and end["cost_usd"] == pytest.approx(
+        sum(e["cost_usd"] for e in priced)
+    )
