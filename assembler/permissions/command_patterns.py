@@ -35,6 +35,9 @@ from assembler.errors import PermissionRuleError
 _STAR = object()
 #: The unknown part of a command's value (`assembler.permissions.bash_words.HOLE`).
 HOLE = "\x00"
+#: Words of holes alone a command may have before `could_match` stops trying each
+#: present and absent (2 ** 8 tries) and answers yes.
+MAX_VANISHING = 8
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,26 @@ class CommandPattern:
         return self.tail and _glob((*self.pieces[:-1], self.pieces[-1] + " ", ""), command)
 
     def could_match(self, command: str) -> bool:
-        """Whether some value of `command`'s holes makes it match."""
+        """Whether some value of `command`'s holes makes it match. A word that is only
+        holes may also vanish (an unquoted `$x` that is empty is no word at all: `git
+        status $x` runs `git status`), so each such word is tried present and absent;
+        past `MAX_VANISHING` of them the answer is yes (this is the deny side's question,
+        where a wrong no lets a denied command run)."""
         if HOLE not in command:
             return self.matches(command)
+        words = command.split(" ")
+        vanishing = [i for i, word in enumerate(words) if word and not word.strip(HOLE)]
+        if len(vanishing) > MAX_VANISHING:
+            return True
+        for absent in range(1 << len(vanishing)):
+            gone = {index for bit, index in enumerate(vanishing) if absent >> bit & 1}
+            if self._could_match_words(
+                " ".join(word for i, word in enumerate(words) if i not in gone)
+            ):
+                return True
+        return False
+
+    def _could_match_words(self, command: str) -> bool:
         if _could_glob(self.pieces, command):
             return True
         return self.tail and _could_glob((*self.pieces[:-1], self.pieces[-1] + " ", ""), command)

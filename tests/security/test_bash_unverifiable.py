@@ -184,3 +184,19 @@ def test_9_bypass_from_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "cannot be checked against `bash(touch *)`" in done.stderr + done.stdout
     assert not (tmp_path / "MARKER").exists()
+
+
+@pytest.mark.parametrize("line", ["touch $x MARKER", "x=; touch MARKER $x", "touch $x$y MARKER"])
+def test_an_empty_expansion_is_no_word_for_a_deny_rule(tmp_path: Path, line: str) -> None:
+    """An unquoted `$x` that is empty vanishes: `touch $x MARKER` runs `touch MARKER`,
+    so an exact deny rule for that command must hold it where nobody is asked (found
+    merging issue 20: the deny side filled the hole but kept its space). With a person
+    to ask, a line with `$x` is asked about anyway."""
+    assert _bash_runs_marker(tmp_path, line)
+    deny = '  default: allow\n  deny: ["bash(touch MARKER)"]\n'
+    result = _agent_runs(tmp_path, line, deny, "bypass")
+    assert "bash(touch MARKER)" in result, result
+    assert not (tmp_path / "MARKER").exists()
+    for mode in ("default", "deny-asks"):
+        assert "needs approval" in _agent_runs(tmp_path, line, deny, mode)
+        assert not (tmp_path / "MARKER").exists()
