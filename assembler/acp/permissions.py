@@ -2,7 +2,9 @@
 `session/request_permission`.
 
 The permission gate hands over an `ApprovalRequest` (the call, why it asks, and the
-rules "allow for the rest of the session" would add); the editor is offered:
+rules "allow for the rest of the session" would add). The request's content holds
+the whole call as text (every argument, every line, nothing cut: `call_text`; the
+title is one short line), an edit's diff, and the reason. The editor is offered:
 
 - `allow_once` ("Allow once") -> `Approval("once")`;
 - `allow_always` ("Allow for this session: RULES") -> `Approval("session")`, offered
@@ -27,6 +29,7 @@ from acp.interfaces import Client
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from assembler.acp.updates import TurnUpdates
+from assembler.permissions.call_text import call_text
 from assembler.permissions.gate import Approval, ApprovalRequest
 
 ALLOW_ONCE = "allow_once"
@@ -49,7 +52,11 @@ class EditorApprover:
         if turn is None:  # no prompt runs, so no call can be waiting: refuse, to be safe
             return Approval("deny", "no prompt is running", by="client")
         view = turn.view(request.call)
-        shown = [*view.diff, tool_content(text_block(request.decision.reason))]
+        shown = [
+            tool_content(text_block(call_text(request.call))),
+            *view.diff,
+            tool_content(text_block(request.decision.reason)),
+        ]
         try:
             response = await self.client.request_permission(
                 session_id=self.session_id,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assembler.errors import ConfigurationError
@@ -76,14 +76,9 @@ def choose_model(
     options = dict(spec.options)
     if spec.script is not None:
         options["script"] = str(spec.script)
-    settings = ModelSettings(
-        temperature=spec.temperature,
-        max_tokens=spec.max_tokens or max_output_tokens(provider, name),
-        tool_choice=spec.tool_choice,
-        cache=spec.cache,
-        thinking_budget=spec.thinking_budget,
-        reasoning_effort=spec.reasoning_effort,
-    )
+    settings = manifest_settings(manifest) or ModelSettings()
+    if not settings.max_tokens:  # the model family's own reply limit, where known
+        settings = replace(settings, max_tokens=max_output_tokens(provider, name))
     shown = display_url(spec.base_url_template or spec.base_url) if spec.base_url else None
     price = spec.price if name == spec.name else None  # a price is its model's only
     return _with_script(
@@ -91,6 +86,22 @@ def choose_model(
         ModelChoice(
             provider, name, spec.base_url, spec.api_key_env, settings, options, shown, price
         ),
+    )
+
+
+def manifest_settings(manifest: Manifest) -> ModelSettings | None:
+    """The settings the manifest's own model is sent with (None without `model:`):
+    also what a provider given to `build_agent` gets (a replay compares them)."""
+    spec = manifest.model
+    if spec is None:
+        return None
+    return ModelSettings(
+        temperature=spec.temperature,
+        max_tokens=spec.max_tokens,
+        tool_choice=spec.tool_choice,
+        cache=spec.cache,
+        thinking_budget=spec.thinking_budget,
+        reasoning_effort=spec.reasoning_effort,
     )
 
 

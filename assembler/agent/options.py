@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from assembler.resources.loader import LoaderFlags
     from assembler.runner.budget import BudgetPot
     from assembler.sessions.store import Session
-    from assembler.trust import TrustPrompt
+    from assembler.trust import TrustDecision, TrustPrompt
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,8 +38,10 @@ class BuildOptions:
     exactly as it was sent; with `fork` (an entry id of it), a new session starts from
     that entry. `approver` answers the manifest's `ask` permission rules (none: an ask
     is a deny); `permission_mode` changes what an ask becomes (`accept-edits`,
-    `deny-asks`, `bypass`). `trust` True trusts the manifest's directory for this build,
-    None consults the trust store (and `ask_trust`, when given). `team` is the sub-agent
+    `deny-asks`, `bypass`). `trust` True trusts the code of the manifest and its
+    sub-agents for this build, None consults the trust store (and `ask_trust`, when
+    given); a `TrustDecision` made for a tree this agent belongs to is held to
+    (`assembler.agent.trusting`: a sub-agent, an eval task). `team` is the sub-agent
     tree of the manifest when a parent builds its child (the tree is otherwise loaded
     by the build, and trust is decided for all of it at once). `env` stands for
     `os.environ` (API keys, `${VAR}`, the tools' environment). `budget` overrides the
@@ -53,7 +55,7 @@ class BuildOptions:
     flags: LoaderFlags | None = None
     session_dir: Path | None = None
     record_session: bool = True
-    trust: bool | None = None
+    trust: bool | TrustDecision | None = None
     ask_trust: TrustPrompt | None = None
     env: Mapping[str, str] | None = None
     session: str | Path | Session | None = None
@@ -74,7 +76,7 @@ class BuildChanges(TypedDict, total=False):
     flags: LoaderFlags | None
     session_dir: Path | None
     record_session: bool
-    trust: bool | None
+    trust: bool | TrustDecision | None
     ask_trust: TrustPrompt | None
     env: Mapping[str, str] | None
     session: str | Path | Session | None

@@ -26,6 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from assembler.agent.options import BuildOptions
 from assembler.agent.state import AgentState
 from assembler.agent.team import Delegate, TeamMember, delegate_tool
+from assembler.agent.trusting import TreeTrust
 from assembler.errors import AssemblerError
 from assembler.manifest.model import AgentToolSet, Manifest
 from assembler.messages import AssistantMessage
@@ -224,18 +225,28 @@ class Team(Generic[AgentT]):
     child's build takes from the parent's (environment, loader flags, builder)."""
 
     def __init__(
-        self, member: TeamMember, builder: Builder[AgentT], options: BuildOptions | None = None
+        self,
+        member: TeamMember,
+        builder: Builder[AgentT],
+        options: BuildOptions | None = None,
+        *,
+        trust: TreeTrust | None = None,
     ) -> None:
         self.member = member
         self.builder = builder
+        self.trust = trust
         parent = options or BuildOptions()
         # A child keeps the parent's environment, loader flags and permission mode; it
-        # runs its own manifest's model, records beside the parent's session, and its
+        # runs its own manifest's model and records beside the parent's session. Its
         # project code was trusted with the parent's (decided for the whole tree when
-        # the root agent was built). `--skill PATH` is for the agent that was named.
+        # the root agent was built): it is built on that decision, and must be the code
+        # the decision saw. `--skill PATH` is for the agent that was named.
         flags = replace(parent.flags, explicit_skills=()) if parent.flags is not None else None
         self.child_options = BuildOptions(
-            flags=flags, trust=True, env=parent.env, permission_mode=parent.permission_mode
+            flags=flags,
+            trust=trust.decision if trust is not None else None,
+            env=parent.env,
+            permission_mode=parent.permission_mode,
         )
         self.parent: ParentAgent | None = None
         self.subagents: tuple[Subagent[AgentT], ...] = tuple(

@@ -1,37 +1,35 @@
 """Asking the person at the terminal about a tool call an `ask` rule holds back.
 
-The call is shown (tool, arguments shortened: a model wrote them, so they are made
-terminal-safe), then the choices: `y` allows it once, `a` allows the exact rule shown
-for the rest of the session (offered only when the policy has such a rule:
-`ApprovalRequest.session_rules`), `n` refuses, and `n <reason>` refuses with a reason
-the model reads. An empty answer refuses; anything else asks again. Ctrl-C cancels
-the whole turn (the session's doing: the question is awaited inside the turn).
+The call is shown whole: every argument, every line, nothing cut (`call_text`; a
+model wrote it, so it is made terminal-safe). A call longer than the terminal is
+shown a page at a time, and the question is asked only after the last page: Enter
+shows the next page, `n [reason]` refuses at once, anything else pages on (a `y`
+typed before the whole call was seen allows nothing). Then the choices: `y` allows
+it once, `a` allows the exact rule shown for the rest of the session (offered only
+when the policy has such a rule: `ApprovalRequest.session_rules`), `n` refuses, and
+`n <reason>` refuses with a reason the model reads. An empty answer refuses;
+anything else asks again. Ctrl-C cancels the whole turn (the session's doing: the
+question is awaited inside the turn).
 """
 
 from __future__ import annotations
 
-import json
+import shutil
 from collections.abc import Awaitable, Callable
 
 import click
 
+from assembler.permissions.call_text import call_text
 from assembler.permissions.gate import Approval, ApprovalRequest
-from assembler.text import one_line, terminal_safe
+from assembler.text import terminal_safe
 
 Ask = Callable[[str], Awaitable[str]]
 """Shows a question and returns the next line the person types."""
 
 
 def describe_call(request: ApprovalRequest) -> str:
-    """`bash: git push origin main`, `edit: {"path": ..., ...}` (shortened)."""
-    arguments = request.call.arguments
-    if arguments is None:
-        shown = request.call.raw_arguments
-    elif len(arguments) == 1:
-        shown = str(next(iter(arguments.values())))
-    else:
-        shown = json.dumps(arguments, ensure_ascii=False)
-    return f"{request.call.name}: {one_line(shown, 200)}"
+    """The whole call, every line (`bash: git push`; see `call_text`)."""
+    return call_text(request.call)
 
 
 def choices(request: ApprovalRequest) -> str:
@@ -53,6 +51,25 @@ def parse_answer(text: str, request: ApprovalRequest) -> Approval | None:
     return None
 
 
+def page_height() -> int:
+    """Lines of the call shown at once: the terminal's height, less room for the
+    reason, the choices and the prompt."""
+    return max(5, shutil.get_terminal_size().lines - 5)
+
+
+def screen_rows(text: str) -> list[str]:
+    """`text` as the rows a terminal shows: each line cut where the terminal would
+    wrap it (after the two-column margin), so a page is a screenful even when one
+    line is thousands of characters long."""
+    width = max(20, shutil.get_terminal_size().columns - 2)
+    rows: list[str] = []
+    for line in text.split("\n"):
+        rows.extend(line[i : i + width] for i in range(0, len(line), width))
+        if not line:
+            rows.append("")
+    return rows
+
+
 class ConsoleApprover:
     """An `Approver` for `Agent.set_approver` that asks through `ask`."""
 
@@ -61,7 +78,17 @@ class ConsoleApprover:
 
     async def __call__(self, request: ApprovalRequest) -> Approval:
         click.echo(err=True)
-        click.secho(terminal_safe(f"? {describe_call(request)}"), err=True, fg="yellow")
+        lines = screen_rows(terminal_safe(describe_call(request)))
+        height = page_height()
+        for start in range(0, len(lines), height):
+            page = lines[start : start + height]
+            for number, line in enumerate(page, start):
+                click.secho(("? " if number == 0 else "  ") + line, err=True, fg="yellow")
+            if start + height < len(lines):
+                refused = await self._more(start + len(page), len(lines))
+                if refused is not None:
+                    click.secho("denied", err=True, dim=True)
+                    return refused
         click.secho(terminal_safe(f"  {request.decision.reason}"), err=True, dim=True)
         click.echo(terminal_safe(f"  {choices(request)}"), err=True)
         question = "allow? [y/a/N] " if request.session_rules else "allow? [y/N] "
@@ -73,3 +100,13 @@ class ConsoleApprover:
                 return answer
             hint = "y, a, n or n <reason>" if request.session_rules else "y, n or n <reason>"
             click.echo(f"answer {hint}", err=True)
+
+    async def _more(self, shown: int, total: int) -> Approval | None:
+        """Between pages: a deny when `n [reason]` was typed, else None (page on)."""
+        typed = await self.ask(
+            f"-- {shown} of {total} lines shown: Enter for more, n [reason] to deny -- "
+        )
+        word, _, rest = typed.strip().partition(" ")
+        if word.lower().rstrip(":,") in ("n", "no"):
+            return Approval("deny", rest.strip())
+        return None

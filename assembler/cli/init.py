@@ -45,4 +45,5 @@ def init(directory: Path, template: str, name: str | None) -> None:
     click.echo("next:")
     click.echo(terminal_safe(f"  assemble validate {shown}"))
     click.echo(terminal_safe(f"  assemble render --dry-run {shown}"))
-    click.echo(terminal_safe(f'  assemble run {shown} -p "..."'))
+    # its replay calls tools, and a replay that calls tools runs only when trusted
+    click.echo(terminal_safe(f'  assemble run {shown} --trust -p "..."'))

@@ -40,6 +40,7 @@ from assembler.eval.plan import parse_scheduler
 from assembler.eval.records import RunRecord
 from assembler.eval.spec import RunRequest
 from assembler.manifest.model import Manifest
+from assembler.trust import TrustDecision
 from assembler.version import __version__
 
 # distributed's annotations describe its synchronous API; with `asynchronous=True` the
@@ -59,9 +60,13 @@ _RUNNING: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
-def run_on_worker(payload: dict[str, Any], run_id: str = "") -> dict[str, Any]:
-    """What a worker runs for one task run: data in, data out, an event loop of its own."""
+def run_on_worker(
+    payload: dict[str, Any], run_id: str = "", trust: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a worker runs for one task run: data in, data out, an event loop of its own.
+    `trust` is the client's trust decision for the agent tree, as data."""
     request = RunRequest.from_dict(payload)
+    decision = TrustDecision.from_dict(trust) if trust is not None else None
     try:
         where = get_worker().address
     except ValueError:  # called outside a worker (tests, a debugger)
@@ -73,7 +78,7 @@ def run_on_worker(payload: dict[str, Any], run_id: str = "") -> dict[str, Any]:
         with _RUNNING_LOCK:
             _RUNNING[run_id] = (asyncio.get_running_loop(), task)
         try:
-            return await run_task(request, worker=where)
+            return await run_task(request, worker=where, trust=decision)
         finally:
             with _RUNNING_LOCK:
                 _RUNNING.pop(run_id, None)
@@ -116,15 +121,24 @@ def probe(paths: Sequence[str]) -> dict[str, Any]:
 class DaskExecutor:
     """Runs task runs on a cluster; `slots` is how many it runs at once (its threads)."""
 
-    def __init__(self, client: Any, cluster: Any, manifest: Manifest) -> None:
+    def __init__(
+        self, client: Any, cluster: Any, manifest: Manifest, trust: TrustDecision | None = None
+    ) -> None:
         self.client = client
         self.cluster = cluster
         self.manifest = manifest
+        self.trust = trust
         self.slots = 1
         self._in_flight: set[str] = set()
 
     @classmethod
-    async def start(cls, scheduler: str, manifest: Manifest, paths: Sequence[Path]) -> DaskExecutor:
+    async def start(
+        cls,
+        scheduler: str,
+        manifest: Manifest,
+        paths: Sequence[Path],
+        trust: TrustDecision | None = None,
+    ) -> DaskExecutor:
         target = parse_scheduler(scheduler)
         cluster = None
         try:
@@ -149,7 +163,7 @@ class DaskExecutor:
             if cluster is not None:
                 await cluster.close()
             raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
-        executor = cls(client, cluster, manifest)
+        executor = cls(client, cluster, manifest, trust)
         try:
             await executor._check_workers(paths)
         except BaseException:
@@ -181,7 +195,12 @@ class DaskExecutor:
     async def run(self, request: RunRequest) -> RunRecord:
         run_id = f"assemble-eval-{request.task.id}-{request.repeat}-{uuid.uuid4().hex[:8]}"
         future = self.client.submit(
-            run_on_worker, request.to_dict(), run_id, key=run_id, pure=False
+            run_on_worker,
+            request.to_dict(),
+            run_id,
+            self.trust.to_dict() if self.trust is not None else None,
+            key=run_id,
+            pure=False,
         )
         checks = sum(1 for c in request.task.checks if c.kind == "command")
         deadline = request.timeout + checks * request.check_timeout + SLACK

@@ -23,11 +23,12 @@ from assembler.budgets import BudgetLimits
 from assembler.errors import UsageError
 from assembler.eval.execute import run_task
 from assembler.eval.records import ResultsWriter, RunRecord
+from assembler.eval.replay_spec import child_scripts
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
 from assembler.messages import Usage
 from assembler.runner.budget import BudgetPot, BudgetStop
-from assembler.trust import ProjectCode
+from assembler.trust import ProjectCode, TrustDecision, replay_code
 
 DEFAULT_CONCURRENCY = 4
 RESULTS_DIRECTORY = "eval-results"
@@ -53,14 +54,21 @@ class LocalExecutor:
     budget) as it spends, so a run in flight stops when the evaluation's budget is."""
 
     def __init__(
-        self, manifest: Manifest, team: TeamMember | None = None, pot: BudgetPot | None = None
+        self,
+        manifest: Manifest,
+        team: TeamMember | None = None,
+        trust: TrustDecision | None = None,
+        pot: BudgetPot | None = None,
     ) -> None:
         self.manifest = manifest
         self.team = team if team is not None else load_team(manifest)
+        self.trust = trust
         self.pot = pot
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest, team=self.team, budget_pot=self.pot)
+        return await run_task(
+            request, manifest=self.manifest, team=self.team, trust=self.trust, budget_pot=self.pot
+        )
 
     async def aclose(self) -> None:
         return None
@@ -123,17 +131,19 @@ async def evaluate(
     progress: ProgressSink,
     tally: Tally | None = None,
     team: TeamMember | None = None,
+    trust: TrustDecision | None = None,
     budget: BudgetLimits | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
     the results file is opened once the executor is ready. `team`: the manifest's
     sub-agent tree when the caller loaded it already (in process it is loaded once).
-    `budget`: what the whole evaluation may spend."""
+    `trust` is the decision for the agent tree (`assembler.agent.trusting.decide_trust`)
+    every task builds on. `budget`: what the whole evaluation may spend."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
     pot = BudgetPot(budget, "evaluation") if budget else None
     if scheduler is None:
-        executor = LocalExecutor(manifest, team, pot)
+        executor = LocalExecutor(manifest, team, trust, pot)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor
@@ -144,7 +154,7 @@ async def evaluate(
         paths = {run.manifest for run in runs} | {
             run.workspace or manifest.workspace for run in runs
         }
-        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths))
+        cluster = await DaskExecutor.start(scheduler, manifest, sorted(paths), trust)
         executor, lanes = cluster, concurrency or cluster.slots
     try:
         writer.open()  # once there is somewhere to run: no empty file for a failed start
@@ -198,9 +208,13 @@ def session_directory(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".jsonl") + ".sessions").absolute()
 
 
-def check_code(spec: EvalSpec) -> list[ProjectCode]:
+def check_code(
+    spec: EvalSpec, runs: Sequence[RunRequest] = (), manifest: Manifest | None = None
+) -> list[ProjectCode]:
     """The eval file's own project code, for the trust question: its `command` checks
-    run in every task's workspace on the file's say-so."""
+    run in every task's workspace on the file's say-so, and the replays its tasks
+    name as their model (`scripted:...`), and the sub-agent replays of a replayed
+    session, choose the agents' tool calls."""
     commands: dict[str, list[str]] = {}
     for task in spec.tasks:
         for check in task.checks:
@@ -213,6 +227,16 @@ def check_code(spec: EvalSpec) -> list[ProjectCode]:
     ]
     if len(commands) > 10:
         items.append(ProjectCode(f"{len(commands) - 10} more check commands", root))
+    if manifest is not None:
+        models = [run.model for run in runs if run.model]
+        models += [  # a replayed session's sub-agent replays choose their calls too
+            f"scripted:{script}"
+            for task in spec.tasks
+            if task.replay is not None
+            for script in child_scripts(task.replay.expected)
+        ]
+        for model in dict.fromkeys(models):
+            items.extend(replay_code(manifest, model))
     return items
 
 

@@ -32,6 +32,7 @@ from assembler.budgets import BudgetLimits
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
+from assembler.eval.replay_run import ReplaySetup, replay_setup, start_workspace
 from assembler.eval.spec import RunRequest
 from assembler.eval.workspace import (
     copy_workspace,
@@ -41,6 +42,8 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
+from assembler.regress.drive import drive, ends_interrupted
+from assembler.regress.replay import install
 from assembler.runner.budget import BudgetPot
 from assembler.runner.events import (
     Event,
@@ -51,6 +54,7 @@ from assembler.runner.events import (
     TurnEnd,
     UsageEvent,
 )
+from assembler.trust import TrustDecision
 from assembler.validation.load import load_manifest
 
 BUILD_LOCK = threading.Lock()
@@ -116,30 +120,45 @@ class _Run:
     error: str = ""
     model: str = ""
     session: str = ""
+    replay: ReplaySetup | None = None
 
     def record(self) -> RunRecord:
         end, error = self.observed.end, self.error
-        if not error and end is None:
-            error = "the run ended without a result"
-        if not error and end is not None and end.reason == "error":
-            error = end.message or "the run failed"
-        status: Status = "error"
-        if not error and end is not None:
-            completed = end.reason == "completed"
-            status = "passed" if completed and all(c.passed for c in self.checks) else "failed"
+        replay = self.replay.check() if self.replay is not None else None
+        if replay is not None and not replay.passed and not self.error:
+            # a strict replay stopped at its first divergence: the task failed, and
+            # the `replay` check says where (the run's own end is that same stop)
+            self.checks = [replay]
+            end, error = None, ""
+            status: Status = "failed"
+        else:
+            if replay is not None:
+                self.checks = [replay, *self.checks]
+            if not error and end is None:
+                error = "the run ended without a result"
+            if not error and end is not None and end.reason == "error":
+                error = end.message or "the run failed"
+            status = "error"
+            if not error and end is not None:
+                completed = end.reason == "completed" or (
+                    end.reason == "cancelled" and ends_interrupted(self.request.task.messages)
+                )
+                passed = completed and all(c.passed for c in self.checks)
+                status = "passed" if passed else "failed"
+        last = self.observed.end
         return RunRecord(
             eval=self.request.eval_name,
             task=self.request.task.id,
             repeat=self.request.repeat,
             status=status,
             model=self.model,
-            reason=end.reason if end is not None else "",
-            message=end.message if end is not None else "",
+            reason=last.reason if last is not None else "",
+            message=last.message if last is not None else "",
             error=error,
             checks=tuple(self.checks),
-            answer=(end.text if end is not None else "")[:MAX_ANSWER_CHARS],
+            answer=(last.text if last is not None else "")[:MAX_ANSWER_CHARS],
             turns=self.observed.turns,
-            usage=end.usage.to_dict() if end is not None else dict(self.observed.usage),
+            usage=last.usage.to_dict() if last is not None else dict(self.observed.usage),
             tool_calls=tuple(self.observed.calls.values()),
             duration_s=time.perf_counter() - self.clock,
             timings=self.timings,
@@ -147,6 +166,7 @@ class _Run:
             worker=self.worker,
             started=self.started,
             metadata=self.request.task.metadata,
+            replay=self.replay.note() if self.replay is not None else "",
             cost_usd=end.cost_usd if end is not None else None,
             budget=end.budget if end is not None else None,
         )
@@ -158,21 +178,24 @@ async def run_task(
     manifest: Manifest | None = None,
     worker: str = "local",
     team: TeamMember | None = None,
+    trust: TrustDecision | None = None,
     budget_pot: BudgetPot | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
     `manifest`: the agent, already loaded and validated, and `team` its sub-agent tree
     (in process both are loaded once per evaluation); without them, they are loaded
-    from `request.manifest` (a Dask worker, for each run it is given). `budget_pot`:
-    the evaluation's pot, which the run draws from too (in process only).
+    from `request.manifest` (a Dask worker, for each run it is given). `trust`: the
+    decision made for the whole agent tree before any task started; the agent is
+    built on it (without it, the user's trust store decides, and nobody is asked).
+    `budget_pot`: the evaluation's pot, which the run draws from too (in process only).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, team, budget_pot)
+            await _attempt(run, scratch, manifest, team, trust, budget_pot)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -193,6 +216,7 @@ async def _attempt(
     scratch: Path,
     manifest: Manifest | None,
     team: TeamMember | None,
+    trust: TrustDecision | None,
     budget_pot: BudgetPot | None = None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
@@ -205,21 +229,31 @@ async def _attempt(
     mark = time.perf_counter()
     # File copying and hashing wait on the disk: in a thread, so other runs' models and
     # commands go on meanwhile (agents are only ever built on this thread).
-    workspace = await asyncio.to_thread(
-        copy_workspace, request.workspace or manifest.workspace, scratch
-    )
+    workspace = await asyncio.to_thread(start_workspace, request, scratch)
+    if workspace is None:
+        workspace = await asyncio.to_thread(
+            copy_workspace, request.workspace or manifest.workspace, scratch
+        )
+    run.replay = replay_setup(request, manifest, workspace)
     patterns = unchanged_patterns(request.task.checks)
     before = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
     run.timings["copy"] = time.perf_counter() - mark
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace, budget_pot)
+            agent = _build(request, team, workspace, trust, run.replay, budget_pot)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
+        task = request.task
         try:
-            async for event in agent.stream(request.task.prompt, max_turns=request.max_turns):
+            async for event in drive(
+                agent,
+                task.prompt,
+                task.messages,
+                max_turns=request.max_turns,
+                stop_on_error=run.replay is not None and run.replay.strict,
+            ):
                 run.observed.add(event)
         finally:
             run.timings["run"] = time.perf_counter() - mark
@@ -237,6 +271,7 @@ async def _attempt(
         calls=list(run.observed.calls.values()),
         before=before,
         check_timeout=request.check_timeout,
+        sandbox=manifest.sandbox,
     )
     run.timings["checks"] = time.perf_counter() - mark
 
@@ -263,21 +298,30 @@ async def _remove(scratch: Path) -> None:
 
 
 def _build(
-    request: RunRequest, team: TeamMember, workspace: Path, budget_pot: BudgetPot | None
+    request: RunRequest,
+    team: TeamMember,
+    workspace: Path,
+    trust: TrustDecision | None,
+    replay: ReplaySetup | None,
+    budget_pot: BudgetPot | None = None,
 ) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
-    the task's workspace moved there too, within the run's budget and the pot of the
-    evaluation."""
+    the task's workspace moved there too; its code must be what `trust` covered; a
+    replay's provider as its model; within the run's budget and the evaluation's pot."""
     team = rebase_team(team, team.manifest.workspace, workspace)
-    return build_agent(
+    agent = build_agent(
         team.manifest,
-        model=request.model,
+        model=replay.model if replay is not None else request.model,
+        provider=replay.provider if replay is not None else None,
         session_dir=request.session_dir / request.task.id,
-        trust=True,  # decided once, for the whole agent tree, before any task started
+        trust=trust,  # decided once, for the whole agent tree, before any task started
         team=team,
         budget=BudgetLimits.from_mapping(request.budget) if request.budget else None,
         budget_pot=budget_pot,
     )
+    if replay is not None:
+        install(agent, replay.provider)
+    return agent
 
 
 def _argument(arguments: Mapping[str, Any] | None) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assembler.agent.team import TeamMember, load_team
+from assembler.agent.trusting import decide_trust
 from assembler.budgets import BudgetLimits
 from assembler.errors import Issue
 from assembler.eval.evaluation import (
@@ -48,7 +49,7 @@ from assembler.eval.records import ResultsWriter, RunRecord, read_results
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.extras import require
 from assembler.manifest.model import Manifest
-from assembler.trust import TrustPrompt, check_trust
+from assembler.trust import TrustDecision, TrustPrompt
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class PreparedEvaluation:
     manifest: Manifest
     team: TeamMember
     """The agent's tree, loaded once: every task in this process builds from it."""
+    trust: TrustDecision
+    """Trust as decided for that tree: every task is built on it."""
     options: EvalOptions
     out: Path
     runs: tuple[RunRequest, ...]
@@ -153,8 +156,12 @@ def prepare_evaluation(
     runs = with_default_model(runs, manifest)
     total = BudgetLimits.from_mapping(spec.budget).overridden(options.total_budget)
     check_models(runs, manifest, total)
-    check_trust(manifest, options.trust, options.ask_trust, extra=check_code(spec))
     team = load_team(manifest)
+    # one decision for the whole agent tree and the eval file's own choices (its check
+    # commands, its tasks' replays), before any task starts; every task builds on it
+    trust = decide_trust(
+        team, options.trust, options.ask_trust, extra=check_code(spec, runs, manifest)
+    )
     recorded = read_results(out)
     if options.rerun_failed:
         runs = with_recorded_repeats(runs, recorded.records)
@@ -164,6 +171,7 @@ def prepare_evaluation(
         spec=spec,
         manifest=manifest,
         team=team,
+        trust=trust,
         options=options,
         out=out,
         runs=tuple(runs),
@@ -212,6 +220,7 @@ async def run_evaluation(
                 progress=progress if progress is not None else _Silent(),
                 tally=tally,
                 team=prepared.team,
+                trust=prepared.trust,
                 budget=prepared.budget,
             )
     finally:

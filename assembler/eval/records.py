@@ -56,6 +56,9 @@ class RunRecord:
     worker: str = ""
     started: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    replay: str = ""
+    """A replayed session's diagnosis: its first divergence, or that every request
+    was as recorded (`assemble sessions to-test`)."""
     cost_usd: float | None = None
     budget: Mapping[str, Any] | None = None
 
@@ -104,6 +107,7 @@ class RunRecord:
             "worker": self.worker,
             "started": self.started,
             "metadata": dict(self.metadata),
+            **({"replay": self.replay} if self.replay else {}),
             "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "budget": None if self.budget is None else dict(self.budget),
         }
@@ -136,6 +140,7 @@ class RunRecord:
             worker=str(data.get("worker", "")),
             started=str(data.get("started", "")),
             metadata=dict(data.get("metadata") or {}),
+            replay=str(data.get("replay", "")),
             cost_usd=None if data.get("cost_usd") is None else float(data["cost_usd"]),
             budget=data.get("budget"),
         )

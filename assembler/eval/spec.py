@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 CheckKind = Literal[
-    "command", "unchanged", "answer_contains", "answer_matches", "tool_called", "tool_not_called"
+    "command",
+    "unchanged",
+    "answer_contains",
+    "answer_matches",
+    "tool_called",
+    "tool_not_called",
+    "files_equal",
+    "tool_sequence",
 ]
 CHECK_KINDS: tuple[CheckKind, ...] = (
     "command",
@@ -22,7 +29,11 @@ CHECK_KINDS: tuple[CheckKind, ...] = (
     "answer_matches",
     "tool_called",
     "tool_not_called",
+    "files_equal",
+    "tool_sequence",
 )
+DATA_KINDS: tuple[CheckKind, ...] = ("files_equal", "tool_sequence")
+"""Checks whose value is data (`Check.expected`), not one string."""
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECK_TIMEOUT = 60.0
@@ -31,22 +42,33 @@ DEFAULT_CHECK_TIMEOUT = 60.0
 @dataclass(frozen=True)
 class Check:
     """One check: `argument` is the command, text, regular expression or tool name;
-    `patterns` the path patterns of `unchanged`; `timeout` a command's own limit."""
+    `patterns` the path patterns of `unchanged`; `timeout` a command's own limit;
+    `expected` the data of `files_equal` (path -> content) and `tool_sequence` (names)."""
 
     kind: CheckKind
     argument: str = ""
     patterns: tuple[str, ...] = ()
     timeout: float | None = None
+    expected: Any = field(default=None, compare=False)
 
     def describe(self) -> str:
         """The check as written, for summaries: `command: python3 -m unittest`."""
-        shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
+        if self.kind == "files_equal":
+            paths = list(self.expected or {})
+            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        elif self.kind == "tool_sequence":
+            shown = " ".join(self.expected or [])
+        else:
+            shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
         return f"{self.kind}: {shown}"
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            self.kind: list(self.patterns) if self.kind == "unchanged" else self.argument
-        }
+        value: Any = self.argument
+        if self.kind == "unchanged":
+            value = list(self.patterns)
+        elif self.kind in DATA_KINDS:
+            value = self.expected
+        data: dict[str, Any] = {self.kind: value}
         if self.timeout is not None:
             data["timeout"] = self.timeout
         return data
@@ -60,7 +82,24 @@ class Check:
         if kind == "unchanged":
             patterns = (value,) if isinstance(value, str) else tuple(value)
             return cls(kind, patterns=patterns)
+        if kind == "files_equal":
+            return cls(kind, expected=dict(value))
+        if kind == "tool_sequence":
+            return cls(kind, expected=[str(name) for name in value])
         return cls(kind, str(value), timeout=None if timeout is None else float(timeout))
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """A task that replays a recorded session (`assemble sessions to-test`): the
+    expected inputs file (absolute) and the mode, `strict` (any divergence fails the
+    task) or `outcome` (only the checks count)."""
+
+    expected: str
+    mode: str = "strict"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expected": self.expected, "mode": self.mode}
 
 
 @dataclass(frozen=True)
@@ -77,6 +116,12 @@ class TaskSpec:
     timeout: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""
+    messages: tuple[Mapping[str, Any], ...] = ()
+    """What the user did after `prompt`, in order: `prompt`, `steer` (with
+    `after_turn`), `follow_up`, `compact`, `interrupt` (see `eval.session_task`)."""
+    replay: ReplaySpec | None = None
+    start: str | None = None
+    """A workspace start file (absolute): the task's workspace is rebuilt from it."""
     budget: Mapping[str, Any] | None = None
     """The task's own `budget` (`BudgetLimits.to_dict()` form), None: the defaults'."""
 
@@ -85,6 +130,9 @@ class TaskSpec:
             "budget": None if self.budget is None else dict(self.budget),
             "id": self.id,
             "prompt": self.prompt,
+            "messages": [dict(m) for m in self.messages],
+            "replay": self.replay.to_dict() if self.replay is not None else None,
+            "start": self.start,
             "checks": [c.to_dict() for c in self.checks],
             "model": self.model,
             "max_turns": self.max_turns,
@@ -95,9 +143,15 @@ class TaskSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TaskSpec:
+        replay = data.get("replay")
         return cls(
             id=str(data["id"]),
             prompt=str(data["prompt"]),
+            messages=tuple(dict(m) for m in data.get("messages") or ()),
+            replay=ReplaySpec(str(replay["expected"]), str(replay.get("mode", "strict")))
+            if replay
+            else None,
+            start=data.get("start"),
             checks=tuple(Check.from_dict(c) for c in data.get("checks") or ()),
             model=data.get("model"),
             max_turns=data.get("max_turns"),

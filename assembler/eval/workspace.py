@@ -105,12 +105,16 @@ def rebase_team(member: TeamMember, old: Path, new: Path) -> TeamMember:
     to `new`: a sub-agent with a workspace of its own that is the task's workspace must
     work in the copy too, or it would change the original."""
     old = Path(os.path.normpath(old.absolute()))
-    manifest = member.manifest
-    workspace = Path(os.path.normpath(manifest.workspace.absolute()))
-    if workspace.is_relative_to(old):
-        manifest = rebase(manifest, new / workspace.relative_to(old))
-    delegates = tuple(replace(d, member=rebase_team(d.member, old, new)) for d in member.delegates)
-    return replace(member, manifest=manifest, delegates=delegates)
+
+    def move(manifest: Manifest) -> Manifest:
+        workspace = Path(os.path.normpath(manifest.workspace.absolute()))
+        if workspace.is_relative_to(old):
+            manifest = rebase(manifest, new / workspace.relative_to(old))
+        if manifest.sandbox is not None:  # a sandbox inherited from an agent in `old` moves too
+            manifest = replace(manifest, sandbox=manifest.sandbox.moved(old, new))
+        return manifest
+
+    return member.mapped(move)
 
 
 def digests(root: Path, patterns: Iterable[PathPattern]) -> dict[str, str]:

@@ -40,6 +40,7 @@ from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
 from assembler.pricing import Price
 from assembler.safe_read import FileRefused, read_small_text
+from assembler.sandbox.spec import SandboxSpec
 
 DEFAULT_MEMORY_STORE = ".assembler/memory"
 
@@ -122,6 +123,7 @@ class _ManifestBuilder:
             prompt=self.prompt(d.get("prompt", {})),
             limits=self.limits(d.get("limits", {})),
             permissions=PermissionsSpec.from_data(d.get("permissions")),
+            sandbox=SandboxSpec.from_data(d["sandbox"]) if "sandbox" in d else None,
             source=self.source,
         )
 
@@ -252,6 +254,7 @@ class _ManifestBuilder:
             timeout=float(raw.get("timeout", 30.0)),
             url_template=raw.get("url"),
             header_templates=dict(raw.get("headers", {})),
+            sandbox=SandboxSpec.from_data(raw["sandbox"]) if "sandbox" in raw else None,
         )
 
     def memory(self, raw: Mapping[str, Any] | None, workspace: Path) -> MemoryPolicy | None:

@@ -19,6 +19,7 @@ from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
 from assembler.messages import ForcedTool, ToolChoice
 from assembler.pricing import Price
+from assembler.sandbox.spec import SandboxSpec
 
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 """A tool name as the schema's `toolName` allows it."""
@@ -102,6 +103,8 @@ class MCPServerSpec:
     url_template: str | None = None
     """`url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
     header_templates: Mapping[str, str] = field(default_factory=dict)
+    sandbox: SandboxSpec | None = None
+    """A stdio server's own sandbox (`sandbox:` on the server); None: the agent's."""
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -242,12 +245,15 @@ class Limits:
 @dataclass(frozen=True)
 class PermissionsSpec:
     """The manifest's `permissions`: rules as written (`bash(git diff *)`), parsed
-    and matched by `assembler.permissions`; `default` decides calls no rule matches."""
+    and matched by `assembler.permissions`; `default` decides calls no rule matches.
+    `self_edit`: paths (relative to the manifest) of the agent's own guards that its
+    file tools may change after all (`assembler.agent.guards`)."""
 
     default: Literal["allow", "ask", "deny"] = "allow"
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    self_edit: tuple[str, ...] = ()
 
     @classmethod
     def from_data(cls, raw: Mapping[str, Any] | None) -> PermissionsSpec:
@@ -258,6 +264,7 @@ class PermissionsSpec:
             allow=tuple(raw.get("allow", ())),
             ask=tuple(raw.get("ask", ())),
             deny=tuple(raw.get("deny", ())),
+            self_edit=tuple(raw.get("self_edit", ())),
         )
 
 
@@ -283,6 +290,8 @@ class Manifest:
     prompt: Mapping[str, TemplateOverride] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     permissions: PermissionsSpec = field(default_factory=PermissionsSpec)
+    sandbox: SandboxSpec | None = None
+    """The `sandbox:` block; None when the manifest has none (nothing is confined)."""
     source: SourceMap | None = field(default=None, compare=False, repr=False)
 
     @property

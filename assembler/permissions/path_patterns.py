@@ -4,8 +4,9 @@ Patterns are relative to the workspace and `/`-separated, as the `find` tool's g
 are: `*` and `?` stay inside one path segment, `**` spans any number of segments
 (none included, so `src/**` also matches `src` itself), `[abc]` is a class, and a
 pattern without `/` matches a name at any depth (`*.env` is `**/*.env`). A leading
-`./` is ignored; a trailing `/` means the directory and everything in it (`tests/`
-is `tests/**`).
+`./` anchors the pattern at the workspace root (`./pre-commit` is the top-level file
+only, never `.git/hooks/pre-commit`); a trailing `/` means the directory and
+everything in it (`tests/` is `tests/**`).
 
 Three questions are asked of a pattern, because `grep` and `find` look at a whole
 directory tree while `read` and `edit` touch one file:
@@ -54,6 +55,7 @@ def compile_path_pattern(text: str) -> PathPattern:
     if text.startswith(("/", "~")):
         never = "path patterns are relative to the workspace, which the file tools cannot leave"
     pattern = text
+    anchored = pattern.startswith("./")
     while pattern.startswith("./"):
         pattern = pattern[2:]
     if pattern.endswith("/"):
@@ -61,7 +63,7 @@ def compile_path_pattern(text: str) -> PathPattern:
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
     if ".." in parts and not never:
         never = "paths are matched after `..` is resolved, so a pattern with `..` never matches"
-    if "/" not in pattern.strip("/") and parts != [_ANY_SEGMENTS]:
+    if not anchored and "/" not in pattern.strip("/") and parts != [_ANY_SEGMENTS]:
         parts = [_ANY_SEGMENTS, *parts]
     segments: list[str | re.Pattern[str]] = []
     regex: list[str] = []
@@ -100,8 +102,12 @@ def segment_regex(part: str) -> str:
 
 
 def escape_path(path: str) -> str:
-    """A pattern matching exactly `path` (what "allow for the session" writes)."""
-    return re.sub(r"([*?\[])", r"[\1]", path)
+    """A pattern matching exactly `path` and nothing else, anchored at the workspace
+    root (what "allow for the session" writes): `src/x.py` is anchored already, a
+    single name gets `./` (`./pre-commit`), never a bare name that would match at any
+    depth."""
+    escaped = re.sub(r"([*?\[])", r"[\1]", path)
+    return escaped if "/" in path.strip("/") else "./" + escaped
 
 
 def _rooted(path: str) -> str:

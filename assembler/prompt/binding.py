@@ -46,10 +46,13 @@ def make_prompt_provider(
     snapshot: ResourceSnapshot,
     registry: ToolRegistry,
     memory: MemorySource | None = None,
+    *,
+    keep_compiled: bool = False,
 ) -> SystemPromptProvider:
-    """A fresh renderer (so its cache belongs to this agent) bound to live objects."""
+    """A fresh renderer (so its cache belongs to this agent) bound to live objects;
+    `keep_compiled` keeps its compiled templates for later runs (not in a dry run)."""
     return SystemPromptProvider(
-        DynamicPromptRenderer(snapshot.templates),
+        DynamicPromptRenderer(snapshot.templates, keep_compiled=keep_compiled),
         identity=manifest.identity,
         context=manifest.context,
         registry=registry,

@@ -89,13 +89,21 @@ class DynamicPromptRenderer:
     shipped default is compiled when its section is first rendered (a prompt without
     skills or memory never pays for those templates)."""
 
-    def __init__(self, overrides: Mapping[str, TemplateOverride] | None = None) -> None:
+    def __init__(
+        self,
+        overrides: Mapping[str, TemplateOverride] | None = None,
+        *,
+        keep_compiled: bool = False,
+    ) -> None:
+        """`keep_compiled`: keep compiled templates in the user's cache for later runs
+        (an agent that runs does; a dry run writes nothing, see `code_cache`)."""
+        self._keep = keep_compiled
         self._templates: dict[str, tuple[Template | None, TemplateOrigin]] = {}
         for section in SECTION_NAMES:
             override = (overrides or {}).get(section)
             if override is not None:
                 origin = override_origin(override)
-                template = check_override(section, override.text, origin)
+                template = check_override(section, override.text, origin, keep=keep_compiled)
                 self._templates[section] = (template, origin)
             else:
                 self._templates[section] = (None, TemplateOrigin(f"default {section} template"))
@@ -183,7 +191,7 @@ class DynamicPromptRenderer:
     def _section(self, name: str, variables: Mapping[str, Any]) -> Section:
         template, origin = self._templates[name]
         if template is None:
-            template = compile_template(default_template_text(name))
+            template = compile_template(default_template_text(name), self._keep)
             self._templates[name] = (template, origin)
         body = render_template(template, variables, origin).rstrip()
         if not body.strip():

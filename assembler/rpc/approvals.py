@@ -6,9 +6,11 @@ too: children share the parent's approver), with a `request_id` of its own:
 
     {"id": 7, "event": {"type": "permission_request", "request_id": "perm-1",
      "call_id": "call_1", "tool": "bash", "arguments": {"command": "git push"},
+     "text": "bash: git push",
      "reason": "...", "rule": "bash(git push *)" | null, "rules": ["bash(git push)"]}}
 
-`rules` are what a `session` answer would allow for the rest of the session (empty:
+`text` is the whole call as a person should read it before answering (every
+argument, every line, nothing cut: `call_text`); show it in full. `rules` are what a `session` answer would allow for the rest of the session (empty:
 only `once` or `deny`). The reply is `{"request_id": "perm-1", "choice": "once" |
 "session" | "deny", "reason": "..."}`; no reply within `limits.permission_timeout`
 seconds is a deny (the gate's timeout), and so is a cancelled prompt. A reply to a
@@ -23,6 +25,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from assembler.permissions.call_text import call_text
 from assembler.permissions.gate import Approval, ApprovalRequest, Choice
 from assembler.rpc.errors import RpcError
 
@@ -49,6 +52,7 @@ class RpcApprovals:
             "call_id": call.id,
             "tool": call.name,
             "arguments": call.arguments,
+            "text": call_text(call),
             "reason": request.decision.reason,
             "rule": request.decision.rule,
             "rules": list(request.session_rules),

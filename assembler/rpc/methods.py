@@ -75,7 +75,8 @@ class AgentMethods:
         ]
 
     async def reload(self, params: dict[str, Any]) -> Any:
-        snapshot = self.agent.reload()
+        # code changed since trust was decided reloads only with `"trust": true`
+        snapshot = self.agent.reload(trust=True if params.get("trust") is True else None)
         return {
             "skills": [s.name for s in snapshot.skills],
             "context_files": [f.path for f in snapshot.context_files],

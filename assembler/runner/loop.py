@@ -237,7 +237,9 @@ class AgentRunner(ToolCalls):
 
     # -- the run ------------------------------------------------------------------------
 
-    async def run(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def run(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run one prompt to the end, yielding events; the last is always `RunEnd`
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
@@ -472,6 +474,8 @@ class AgentRunner(ToolCalls):
             system_stable=self.stable_prefix(system) if self.stable_prefix is not None else None,
         )
         request, reservation, raw_estimate = self.meter.prepare(request, wanted=wanted)
+        if self.recorder is not None:
+            self.recorder.request(system, request.tools)
         done = None
         left = self.meter.seconds_left()
         try:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assembler.messages import ToolSchema
+    from assembler.sandbox.runtime import Sandbox
+    from assembler.tools.processes import ProcessScope
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_MAX_OUTPUT_LINES = 2000
@@ -45,6 +47,13 @@ class ToolContext:
     as `runner.events.SubagentEvent`s); None when nobody listens. `budget` is the run's
     budget pot (`runner.budget.BudgetPot`), for a sub-agent to draw from; `timeout` then
     ends no later than its wall-time deadline.
+    `hidden` are regular expressions over rooted workspace paths (`/secrets/x`) that
+    `grep`, `find` and `ls` leave out: the manifest's `read` deny rules
+    (`assembler.permissions.hidden`). `guarded` are the agent's own files (manifests,
+    extensions, tool modules, replays, templates) that `write` and `edit` refuse to
+    change, whatever the rules say; a directory guards all it holds. `sandbox` confines
+    every process a tool starts (None: unconfined); `processes` is the agent's
+    `ProcessScope`, which its close stops (background jobs included).
     """
 
     workspace: Path
@@ -56,6 +65,10 @@ class ToolContext:
     emit: Callable[[object], None] | None = None
     read_roots: tuple[Path, ...] = ()
     budget: object | None = None
+    hidden: tuple[str, ...] = ()
+    guarded: frozenset[Path] = frozenset()
+    sandbox: Sandbox | None = None
+    processes: ProcessScope | None = None
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

@@ -18,6 +18,7 @@ from assembler.manifest.model import Manifest
 from assembler.validation.agent_tree import ROOT, Lineage, check_agent_tree
 from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
 from assembler.validation.permissions import check_permissions
+from assembler.validation.sandbox import check_sandbox
 
 SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
 
@@ -38,6 +39,10 @@ class FileReport:
         return any(issue.severity == "error" for issue in self.issues)
 
 
+ReportMemo = dict[tuple[Path, int | None, Path | None], FileReport]
+"""Reports of sub-agent manifests already validated in one tree, by file and depth."""
+
+
 def validate_file(
     path: Path,
     *,
@@ -48,13 +53,19 @@ def validate_file(
     display: str | None = None,
     lineage: Lineage = ROOT,
     skill_errors: str = "error",
+    memo: ReportMemo | None = None,
 ) -> FileReport:
     """All issues of one manifest: YAML, schema, then the checks beyond the schema.
 
     Sub-agent manifests are validated too, with their own issues; `lineage` is the
     chain of manifests above this one when it is itself a sub-agent.
     `skill_errors="warning"` is for `render` and `run`, which leave a broken skill out
-    instead of refusing the whole agent."""
+    instead of refusing the whole agent.
+
+    `memo` holds the sub-agent reports of one tree, so a manifest that several agents
+    of the tree delegate to is validated once per depth, not once per path to it: a
+    diamond of 11 files, each naming the next four times, is 11 validations, not 4^10.
+    """
     shown = display or display_path(path)
     parsed = parse_manifest(path, env=env, unset_variables=unset_variables, display=shown)
     if parsed.document is None:
@@ -83,19 +94,27 @@ def validate_file(
     # name; "module `a-b` not found" would only repeat that).
     rejected = {i.path for i in parsed.issues if i.severity == "error" and i.path}
 
+    reports: ReportMemo = {} if memo is None else memo
+
     def validate_child(child: Path, *, lineage: Lineage) -> FileReport:
-        return validate_file(
-            child,
-            env=env,
-            unset_variables=unset_variables,
-            skills_profile=skills_profile,
-            lineage=lineage,
-            skill_errors=skill_errors,
-        )
+        key = (child.resolve(), lineage.remaining, lineage.limited_by)
+        found = reports.get(key)
+        if found is None:
+            found = reports[key] = validate_file(
+                child,
+                env=env,
+                unset_variables=unset_variables,
+                skills_profile=skills_profile,
+                lineage=lineage,
+                skill_errors=skill_errors,
+                memo=reports,
+            )
+        return found
 
     # sub-agents first: the tool names they give this agent are active tools below
     first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
-    for check in (*first, *ALL_CHECKS, check_permissions):
+    last = (check_permissions, lambda ctx: check_sandbox(ctx, lineage.sandbox))
+    for check in (*first, *ALL_CHECKS, *last):
         found = [i for i in check(context) if i.file != shown or i.path not in rejected]
         issues.extend(found)
         if check is check_path_names:  # a name no file system takes: nothing more to say

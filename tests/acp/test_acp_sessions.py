@@ -107,7 +107,7 @@ def test_an_untrusted_directory_is_refused_with_the_trust_message(tmp_path: Path
     )
 
     async def scenario() -> str:
-        async with serving(agent, "--no-session") as acp:
+        async with serving(agent, "--no-session", trust=False) as acp:
             await acp.conn.initialize(protocol_version=1)
             with pytest.raises(RequestError) as refused:
                 await acp.conn.new_session(cwd="/", mcp_servers=[])

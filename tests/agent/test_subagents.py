@@ -80,6 +80,10 @@ def project(
 
 
 def build(tmp_path: Path, model: Any, **kw: Any) -> Agent:
+    """The lead, built with the test's model. The reviewer's replay calls tools, which
+    makes it code: the test's own, so trusted, unless the test is about that question."""
+    if "ask_trust" not in kw and "trust" not in kw:
+        kw["trust"] = True
     return build_agent(
         tmp_path / "lead.yaml", provider=model, session_dir=tmp_path / "sessions", **kw
     )
@@ -516,7 +520,7 @@ def child_with_extension(tmp_path: Path) -> Path:
 def test_a_childs_project_code_needs_trust_before_anything_is_built(tmp_path: Path) -> None:
     marker = child_with_extension(tmp_path)
     with pytest.raises(TrustError) as caught:
-        build(tmp_path, ScriptedModel([delegate(), text("ok")]))
+        build(tmp_path, ScriptedModel([delegate(), text("ok")]), trust=None)
     message = str(caught.value)
     assert f"{(tmp_path / 'team').resolve()} is not a trusted directory" in message
     assert "  - sub-agent lead/reviewer: extension file guard.py" in message
@@ -546,6 +550,7 @@ def test_the_trust_question_lists_the_whole_team_at_once(tmp_path: Path) -> None
             [
                 "Python tool tool:helper (tool.py)",
                 "sub-agent lead/reviewer: extension file guard.py",
+                "sub-agent lead/reviewer: replay script reviewer.script.yaml (calls read)",
             ],
         )
     ]

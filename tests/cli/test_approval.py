@@ -41,11 +41,13 @@ def test_a_is_no_answer_when_no_rule_could_allow_the_call() -> None:
     assert "[a] allow `bash(git push)` for this session" in choices(WITH_RULE)
 
 
-def test_the_call_is_shown_shortened() -> None:
+def test_the_call_is_shown_whole() -> None:
     long = ApprovalRequest(ToolCall("c3", "write", {"path": "x", "content": "y" * 500}), ASK)
-    shown = describe_call(long)
-    assert shown.startswith('write: {"path": "x", "content": "yyy')
-    assert len(shown) < 220 and shown.endswith("…")
+    assert describe_call(long) == "write:\n  path: x\n  content: " + "y" * 500
     assert describe_call(WITH_RULE) == "bash: git push"
+    lines = ApprovalRequest(ToolCall("c5", "bash", {"command": "a\n\n b "}), ASK)
+    assert describe_call(lines) == "bash:\n  command:\n  | a\n  | \n  |  b "
     unparsed = ApprovalRequest(ToolCall("c4", "edit", None, raw_arguments="{not json"), ASK)
-    assert describe_call(unparsed) == "edit: {not json"
+    assert describe_call(unparsed) == (
+        "edit (arguments that are not valid JSON, as the model wrote them):\n  | {not json"
+    )

@@ -52,7 +52,11 @@ def test_a_template_validates_renders_and_runs_at_once(
     assert rendered.out.startswith("## identity\n")
     assert rendered.err == ""  # no diagnostics: nothing is missing or clashing
 
-    ran = assemble(capsys, "run", str(manifest), "--no-session", "-p", "Hello?")
+    assert '  assemble run starter/agent.yaml --trust -p "..."\n' in created.out
+    refused = assemble(capsys, "run", str(manifest), "--no-session", "-p", "Hello?")
+    assert refused.code != 0 and "replay script agent.script.yaml" in refused.err
+    # the starter's replay calls tools: code of the new project, run once trusted
+    ran = assemble(capsys, "run", str(manifest), "--no-session", "--trust", "-p", "Hello?")
     assert ran.code == 0, ran.err
     assert ran.out.rstrip("\n").endswith(LAST_REPLY[template])
 

@@ -10,6 +10,7 @@ system prompt of the first one byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,7 +84,8 @@ def run_and_kill(manifest: Path, marker: str, *args: str, server: Any = None) ->
         process.communicate(timeout=60)
     finally:
         for pid in live_processes_with(marker):  # a SIGKILL leaves the tool's process behind
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # its supervisor may end it first
+                os.kill(pid, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
     (session,) = [
         p for p in (manifest.parent / "sessions").glob("*.jsonl")

@@ -31,7 +31,7 @@ def test_the_team_example_delegates_to_both_children(
 ) -> None:
     sessions = shipping / "sessions"
     result = assemble(
-        capsys, "run", str(lead(shipping)), "--session-dir", str(sessions),
+        capsys, "run", str(lead(shipping)), "--session-dir", str(sessions), "--trust",
         "-p", "Review the fee code and add a test for the free-shipping threshold.",
     )  # fmt: skip
     assert result.code == 0, result.err
@@ -57,7 +57,9 @@ def test_the_team_example_delegates_to_both_children(
 def test_json_output_carries_the_childrens_events_tagged_with_their_path(
     shipping: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result = assemble(capsys, "run", str(lead(shipping)), "--no-session", "--json", "-p", "Go.")
+    result = assemble(
+        capsys, "run", str(lead(shipping)), "--no-session", "--json", "--trust", "-p", "Go."
+    )
     assert result.code == 0, result.err
     events = [json.loads(line) for line in result.out.splitlines()]
     tagged = [e for e in events if e["type"] == "subagent"]
@@ -104,7 +106,7 @@ def test_render_agent_shows_the_prompt_of_the_childs_first_real_request(
     assert rendered.code == 0, rendered.err
     child_script = team / (script or "test-writer.script.yaml")
     child_model = ScriptedModel([step.message for step in load_script(child_script)])
-    agent = build_agent(lead(shipping), session_dir=shipping / "sessions")
+    agent = build_agent(lead(shipping), session_dir=shipping / "sessions", trust=True)
     subagent = next(s for s in agent.subagents if s.name == path)
     subagent.model = lambda: child_model
 
@@ -187,7 +189,9 @@ def spawn(*args: str, cwd: Path) -> subprocess.Popen[str]:
 def test_ctrl_c_stops_the_sub_agent_and_its_command(tmp_path: Path) -> None:
     seconds = f"30.{uuid.uuid4().int % 10**9:09d}"
     manifest = slow_team(tmp_path, seconds)
-    process = spawn("run", str(manifest), "--session-dir", str(tmp_path / "s"), cwd=tmp_path)
+    process = spawn(
+        "run", str(manifest), "--session-dir", str(tmp_path / "s"), "--trust", cwd=tmp_path
+    )
     assert process.stdin is not None
     try:
         process.stdin.write("start\n")
@@ -209,7 +213,7 @@ def test_ctrl_c_stops_the_sub_agent_and_its_command(tmp_path: Path) -> None:
 def test_rpc_cancel_stops_the_sub_agent_and_its_command(tmp_path: Path) -> None:
     seconds = f"30.{uuid.uuid4().int % 10**9:09d}"
     manifest = slow_team(tmp_path, seconds)
-    process = spawn("rpc", str(manifest), "--no-session", cwd=tmp_path)
+    process = spawn("rpc", str(manifest), "--no-session", "--trust", cwd=tmp_path)
     assert process.stdin is not None and process.stdout is not None
     replies: list[dict[str, object]] = []
 

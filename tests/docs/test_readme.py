@@ -56,6 +56,36 @@ def test_the_first_lines_are_the_two_setup_commands() -> None:
     assert second.strip() in ci
 
 
+@pytest.mark.slow
+def test_the_first_command_runs_as_a_newcomer_types_it(tmp_path: Path) -> None:
+    """The README's first line, after its install (this suite's environment is one):
+    a scratch copy of the examples in /tmp/demo, the fix run on it with `--trust`
+    (the example's replay calls tools, which is code), then the prompt rendered."""
+    (first,) = blocks("sh")[:1]
+    steps = [part.strip() for part in first.strip().split("&&")]
+    install = [s for s in steps if s.startswith(("python3 -m venv", ". .venv", "pip install"))]
+    assert len(install) == 3 and steps[:3] == install
+    run = next(s for s in steps if s.startswith("assemble run "))
+    assert "--trust" in run.split()
+    root, demo, home = tmp_path / "agent-assembler", tmp_path / "demo", tmp_path / "home"
+    for folder in COPIED:
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    home.mkdir()
+    done = subprocess.run(
+        ["bash", "-e", "-c", " && ".join(steps[3:]).replace(README_DEMO, str(demo))],
+        cwd=root,
+        env=_environment(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "math.ceil" in (demo / "examples" / "shipping" / "shipping" / "fees.py").read_text()
+    assert "## identity" in done.stdout
+
+
 def test_the_markers_are_well_formed() -> None:
     if isinstance(MARKED, MarkerError):
         pytest.fail(str(MARKED))

@@ -31,7 +31,7 @@ def test_sigint_keeps_the_recorded_runs_and_the_same_command_resumes(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONUTF8": "1"}
-    command = [sys.executable, "-m", "assembler", "eval", str(file), "--out", str(out)]
+    command = [sys.executable, "-m", "assembler", "eval", str(file), "--out", str(out), "--trust"]
     process = subprocess.Popen(
         [*command, "--concurrency", "1"],
         env=env,
@@ -89,7 +89,7 @@ def test_ctrl_c_on_a_local_cluster_stops_the_runs_on_the_workers(
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONUTF8": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "assembler", "eval", str(file), "--out", str(out),
-         "--scheduler", "local:2"],
+         "--scheduler", "local:2", "--trust"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own process group, as a terminal gives it
     )  # fmt: skip

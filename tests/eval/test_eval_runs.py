@@ -101,7 +101,7 @@ def test_a_run_that_outlasts_its_timeout_is_an_error(
     )
     out = project.root / "r.jsonl"
     started = time.monotonic()
-    outcome = assemble(capsys, "eval", str(file), "--out", str(out))
+    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--trust")
     assert time.monotonic() - started < 15
     assert outcome.code == 1
     by_task = {r["task"]: r for r in results(out)}
@@ -130,7 +130,7 @@ def test_a_failing_model_is_an_error_and_the_rest_goes_on(
         ]
     )
     out = project.root / "r.jsonl"
-    assert assemble(capsys, "eval", str(file), "--out", str(out)).code == 1
+    assert assemble(capsys, "eval", str(file), "--out", str(out), "--trust").code == 1
     by_task = {r["task"]: r for r in results(out)}
     assert by_task["broken"]["status"] == "error"
     assert by_task["broken"]["reason"] == "error"
@@ -144,7 +144,7 @@ def test_max_turns_is_a_failure_not_an_error(
     loop = project.script("loop", [call("read", path="notes.txt")] * 3)
     file = project.eval_file([{"id": "loops", "prompt": "Go.", "model": loop, "max_turns": 2}])
     out = project.root / "r.jsonl"
-    outcome = assemble(capsys, "eval", str(file), "--out", str(out))
+    outcome = assemble(capsys, "eval", str(file), "--out", str(out), "--trust")
     assert outcome.code == 1
     [record] = results(out)
     assert (record["status"], record["reason"], record["turns"]) == ("failed", "max_turns", 2)
@@ -326,7 +326,7 @@ def test_sub_agents_work_in_the_tasks_copy_too(
     file = project.eval_file(
         [{"id": "team", "prompt": "go", "model": lead, "checks": [{"tool_called": "helper"}]}]
     )
-    outcome = assemble(capsys, "eval", str(file), "--out", str(root / "r.jsonl"))
+    outcome = assemble(capsys, "eval", str(file), "--out", str(root / "r.jsonl"), "--trust")
     assert outcome.code == 0, outcome.out + outcome.err
     assert project.tree() == before
     assert not (project.workspace / "made-by-child.txt").exists()

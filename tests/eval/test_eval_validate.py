@@ -66,7 +66,7 @@ tasks:
         "bad.eval.yaml:9:9: error: unknown key `comand`; did you mean `command`? "
         "[tasks[0].checks[0].comand]",
         "bad.eval.yaml:10:9: error: a check is exactly one of `command`, `unchanged`, "
-        "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called` "
+        "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called`, `files_equal`, `tool_sequence` "
         "[tasks[0].checks[1]]",
         # checks the schema accepted are checked although the task is not built
         "bad.eval.yaml:11:25: error: not a valid regular expression: missing ), unterminated "

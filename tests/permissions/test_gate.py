@@ -252,7 +252,7 @@ def test_the_shipping_example_protected_by_rules_alone(shipping: Path) -> None:
     done = subprocess.run(
         [
             sys.executable, "-m", "assembler", "run", "agents/shipping-fixer-rules.yaml",
-            "-p", "The test for heavy parcels fails. Fix it.",
+            "--trust", "-p", "The test for heavy parcels fails. Fix it.",
         ],
         cwd=shipping, capture_output=True, text=True, check=False,
     )  # fmt: skip

@@ -368,7 +368,7 @@ def test_reaching_for_internals_is_refused_at_construction(text: str) -> None:
 def test_the_sandbox_refuses_internals_at_render_time_too(monkeypatch: pytest.MonkeyPatch) -> None:
     # bypass the static check: the sandbox alone must still refuse
     monkeypatch.setattr(
-        renderer_module, "check_override", lambda section, text, origin: compile_template(text)
+        renderer_module, "check_override", lambda section, text, origin, **_: compile_template(text)
     )
     renderer = DynamicPromptRenderer({"tools": TemplateOverride("tools", ESCAPE)})
     with pytest.raises(

@@ -67,7 +67,8 @@ def start(tmp_path: Path) -> Iterator[Start]:
 
     def run(script: str, *args: str, extra: str = "") -> RpcClient:
         manifest = write_project(tmp_path, script, extra)
-        client = RpcClient([str(manifest), *args], cwd=tmp_path)
+        # the replays call tools: the test's own code, trusted
+        client = RpcClient([str(manifest), "--trust", *args], cwd=tmp_path)
         started.append(client)
         client.until(lambda r: r.get("event", {}).get("type") == "ready")
         return client

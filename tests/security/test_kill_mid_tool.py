@@ -39,7 +39,7 @@ def test_a_run_killed_mid_tool_leaves_the_call_in_the_session_and_the_trace(
     sessions = tmp_path / "sessions"
     process = subprocess.Popen(
         [sys.executable, "-m", "assembler", "run", str(manifest), "-p", "go",
-         "--session-dir", str(sessions)],
+         "--session-dir", str(sessions), "--trust"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     try:

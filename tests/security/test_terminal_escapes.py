@@ -78,7 +78,7 @@ SCRIPT = f"""\
 def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> Outcome:
     manifest, script = project(tmp_path, SCRIPT)
     return assemble(
-        capsys, "run", str(manifest), "--model", f"scripted:{script}",
+        capsys, "run", str(manifest), "--model", f"scripted:{script}", "--trust",
         "--session-dir", str(tmp_path / "sessions"), *args,
     )  # fmt: skip
 

@@ -353,7 +353,9 @@ def test_without_the_api_nothing_is_wrapped_and_runs_work(
         monkeypatch.setitem(sys.modules, name, None)
     otel_installed.cache_clear()
     try:
-        agent = build_agent(load_manifest(project(tmp_path)), session_dir=tmp_path / "s")
+        agent = build_agent(
+            load_manifest(project(tmp_path)), session_dir=tmp_path / "s", trust=True
+        )
         assert type(agent.runner.provider).__name__ == "ScriptedProvider"
         assert type(agent.runner.parts.hooks).__name__ == "HookChain"
 

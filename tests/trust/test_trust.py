@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from clirun import assemble
 
-from assembler.agent.build import build_agent, check_trust
+from assembler.agent.build import build_agent
 from assembler.errors import TrustError
 from assembler.testing import ScriptedModel, text
-from assembler.trust import TrustStore
+from assembler.trust import TrustStore, check_trust
 from assembler.validation.load import load_manifest
 
 

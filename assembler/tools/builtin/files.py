@@ -10,6 +10,10 @@ model's mistakes. Their file work runs off the event loop within the tool timeou
 never the whole agent. `read` streams (`line_reader`), so its memory is bounded by the
 output limits whatever the file's size; `write` and `edit` replace the file through a
 temporary file and a rename, keeping its permissions.
+
+`write` and `edit` never change the agent's own guards (`ToolContext.guarded`: its
+manifests, extensions, tool modules, replays, templates), whatever the permission
+rules allow: the path is checked after every link and `..` was resolved.
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         timeout=ctx.timeout,
         what=f"read {shown}",
     )
+    return read_result(picked, shown, offset)
+
+
+def read_result(picked: Selection, shown: str, offset: int) -> ToolResult:
+    """What `read` answers for the lines it picked: the text, then the footer (also
+    for a file an editor's buffer holds, `assemble acp`)."""
     if picked.total == 0:
         return ToolResult(f"[{shown} is empty]", details={"path": shown, "total_lines": 0})
     if offset > picked.total:
@@ -107,7 +117,8 @@ async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     content = require_str(args, "content")
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
-    data = _encode(content, "content")
+    refuse_guard(path, shown, ctx)
+    data = encoded(content, "content")
 
     def write() -> int | None:
         mode = existing_mode(path, shown)
@@ -133,6 +144,7 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     new_text = require_str(args, "new_text")
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
+    refuse_guard(path, shown, ctx)
     line = await run_blocking(
         lambda: _edit_file(path, shown, old_text, new_text),
         timeout=ctx.timeout,
@@ -140,15 +152,36 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         note=_MAYBE_WRITTEN,
     )
     return ToolResult(
-        _summary(shown, line, old_text, new_text),
+        edit_summary(shown, line, old_text, new_text),
         details={"path": shown, "line": line},
     )
+
+
+def refuse_guard(path: Path, shown: str, ctx: ToolContext) -> None:
+    """A `ToolError` when `path` (resolved) is one of the agent's guards or lies in one."""
+    if not ctx.guarded:
+        return
+    if path in ctx.guarded or any(parent in ctx.guarded for parent in path.parents):
+        raise ToolError(
+            f"{shown} is one of the agent's own guards (its manifest, a sub-agent's, an "
+            "extension, a tool module, a replay script or a prompt template): the file "
+            "tools never change it, whatever the permission rules say. A person can; "
+            "a manifest opts a path in with `permissions.self_edit`."
+        )
 
 
 def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
     """Replace the one occurrence of `old_text`; the line it was at, or a `ToolError`."""
     mode = existing_mode(path, shown)
     text = read_text_exact(path, shown)
+    updated, line = edited_text(text, shown, old_text, new_text)
+    replace_file(path, encoded(updated, "new_text"), mode)
+    return line
+
+
+def edited_text(text: str, shown: str, old_text: str, new_text: str) -> tuple[str, int]:
+    """`text` with the one occurrence of `old_text` replaced, and the line it was at;
+    a `ToolError` the model can act on otherwise (also for an editor's buffer)."""
     starts = _occurrences(text, old_text)
     if not starts:
         message = f"old_text was not found in {shown}."
@@ -173,12 +206,10 @@ def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
     if old_text == new_text:
         raise ToolError("old_text and new_text are identical; there is nothing to change")
     start = starts[0]
-    updated = text[:start] + new_text + text[start + len(old_text) :]
-    replace_file(path, _encode(updated, "new_text"), mode)
-    return _line_of(text, start)
+    return text[:start] + new_text + text[start + len(old_text) :], _line_of(text, start)
 
 
-def _encode(text: str, name: str) -> bytes:
+def encoded(text: str, name: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -209,7 +240,7 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _summary(shown: str, line: int, old_text: str, new_text: str) -> str:
+def edit_summary(shown: str, line: int, old_text: str, new_text: str) -> str:
     """`Edited f at line 3: 2 lines -> 1 line`, then the removed and added lines."""
     old_lines, new_lines = old_text.splitlines(), new_text.splitlines()
     out = [f"Edited {shown} at line {line}: replaced {_count(old_lines)} with {_count(new_lines)}"]

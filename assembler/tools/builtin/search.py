@@ -8,14 +8,18 @@ workspace, so they can be passed straight to `read` and `edit`.
 `grep` and `find` run the model's regular expression and globs in a separate process
 (`search_worker`) that is killed when the tool timeout expires: Python's `re`
 backtracks, and a pattern such as `^(a+)+$` would otherwise run for hours holding the
-GIL, past any timeout. `ls` lists one directory in a thread, within the timeout.
+GIL, past any timeout. The process is kept for the next call while it answers in time
+(`search_pool`). `ls` lists one directory in a thread, within the timeout.
+
+All three leave out what the manifest's `read` deny rules hide (`ToolContext.hidden`):
+a denied file's lines are not grepped, its name is not found or listed, and a search
+rooted in a hidden path is refused. Output then says that something was left out.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,6 @@ from assembler.tools.builtin.workspace import (
     resolve_in_workspace,
     workspace_root,
 )
-from assembler.tools.environment import base_environment
 from assembler.tools.offload import run_blocking
 from assembler.tools.truncate import truncate_output
 
@@ -43,14 +46,6 @@ MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINE_CHARS = 300
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
 DEFAULT_FIND_LIMIT = 1000
-#: Where the `assembler` package can be imported from, for the worker process.
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # assembler/tools/builtin/..
-#: The worker's command line: only the standard library and this package importable
-#: (the package root is appended to the path, so it cannot shadow the stdlib).
-WORKER_BOOT = (
-    "import sys; sys.path.append(sys.argv[1]); "
-    f"from {__package__}.search_worker import main; main()"
-)
 
 
 def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
@@ -62,6 +57,29 @@ def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
     if base.is_relative_to(workspace):
         return workspace, base
     return containing_root(base, ctx.read_roots) or base, base
+
+
+HIDDEN_NOTE = "[paths the manifest's `read` rules deny are left out]"
+
+
+def _hidden(root: Path, ctx: ToolContext) -> list[str]:
+    """The `read`-denied patterns that apply under `root` (the workspace; a skill
+    directory outside it is not governed by workspace-relative rules)."""
+    return list(ctx.hidden) if root == workspace_root(ctx.workspace) else []
+
+
+def _refuse_hidden(root: Path, base: Path, ctx: ToolContext) -> None:
+    """A search or listing rooted at a path `read` may not see is refused."""
+    patterns = _hidden(root, ctx)
+    if not patterns or not base.is_relative_to(root):
+        return
+    relative = base.relative_to(root).as_posix()
+    rooted = "" if relative == "." else "/" + relative
+    if any(re.fullmatch(p, rooted, re.DOTALL) for p in patterns):
+        raise ToolError(
+            f"{display_path(ctx.workspace, base)} is hidden by the manifest's `read` "
+            "deny rules: its content and names are not shown"
+        )
 
 
 def _prefix(root: Path, ctx: ToolContext) -> str:
@@ -77,7 +95,7 @@ def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, An
 
 
 async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> dict[str, Any]:
-    """Run a search in a worker process; kill it when it exceeds the tool timeout."""
+    """Run a search in a worker process; it is killed when it exceeds the tool timeout."""
     try:
         return await run_in_worker(request, ctx.timeout, what)
     except WorkerTimeout:
@@ -93,47 +111,17 @@ class WorkerTimeout(ToolError):
 
 
 async def run_in_worker(request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
-    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process, killed when
-    it takes longer than `timeout` seconds (`WorkerTimeout`) or the call is cancelled.
-    Also used by evaluations' `answer_matches`, whose pattern may backtrack as badly."""
-    # Imported here: listing and validating tools must not load asyncio.
-    import asyncio
+    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process (kept between
+    calls, see `search_pool`), killed when it takes longer than `timeout` seconds
+    (`WorkerTimeout`) or the call is cancelled. Also used by evaluations'
+    `answer_matches`, whose pattern may backtrack as badly."""
+    # Imported here: listing and validating tools must not load subprocess and asyncio.
+    from assembler.tools.builtin.search_pool import WORKERS
 
-    from assembler.tools.processes import RUNNING
-
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        WORKER_BOOT,
-        _PACKAGE_ROOT,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=base_environment(os.environ),
-    )
-
-    def kill() -> None:
-        if proc.returncode is None:
-            proc.kill()
-
-    RUNNING.add(proc.pid, kill)
-    payload = json.dumps({**request, "parent": os.getpid()}).encode()
     try:
-        out, err = await asyncio.wait_for(proc.communicate(payload), timeout)
+        answer = await WORKERS.ask(request, timeout, what)
     except TimeoutError:
         raise WorkerTimeout(f"{what} did not finish within {timeout:g} s") from None
-    finally:
-        # Also on cancellation: the search must not outlive the call, and the process
-        # is reaped here so its pipes are closed before the event loop is.
-        kill()
-        RUNNING.discard(proc.pid)
-        await proc.wait()  # killed: this returns at once
-    if proc.returncode != 0:
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-        raise ToolError(f"{what} failed (exit code {proc.returncode}): {tail[0]}")
-    answer: dict[str, Any] = json.loads(out)
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     return answer
@@ -148,6 +136,7 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     root, base = _base(args, ctx)
     if not base.exists():
         raise ToolError(f"{display_path(ctx.workspace, base)}: no such file or directory")
+    _refuse_hidden(root, base, ctx)
     answer = await _in_worker(
         {
             "op": "grep",
@@ -159,6 +148,7 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             "limit": limit,
             "max_line": MAX_LINE_CHARS,
             "max_file": MAX_GREP_FILE_BYTES,
+            "hidden": _hidden(root, ctx),
         },
         ctx,
         "grep",
@@ -171,6 +161,8 @@ async def _grep(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         extra.append(f"[stopped after {limit} matches; narrow the pattern, path or glob]")
     if answer["skipped_large"]:
         extra.append(f"[skipped {answer['skipped_large']} files larger than 10 MB]")
+    if answer.get("hidden"):
+        extra.append(HIDDEN_NOTE)
     details = {"matches": len(found)}
     if not found:
         return ToolResult("\n".join(["No matches.", *extra]), details=details)
@@ -184,8 +176,16 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     root, base = _base(args, ctx)
     if not base.is_dir():
         raise ToolError(f"{display_path(ctx.workspace, base)} is not a directory")
+    _refuse_hidden(root, base, ctx)
     answer = await _in_worker(
-        {"op": "find", "pattern": pattern, "root": str(root), "base": str(base), "limit": limit},
+        {
+            "op": "find",
+            "pattern": pattern,
+            "root": str(root),
+            "base": str(base),
+            "limit": limit,
+            "hidden": _hidden(root, ctx),
+        },
         ctx,
         "find",
     )
@@ -195,29 +195,50 @@ async def _find(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     extra = []
     if count > limit:
         extra.append(f"[showing {limit} of {count} files; narrow the pattern or path]")
+    if answer.get("hidden"):
+        extra.append(HIDDEN_NOTE)
     details = {"matches": count}
     if not found:
-        return ToolResult("No files found.", details=details)
+        return ToolResult("\n".join(["No files found.", *extra]), details=details)
     return _finish("\n".join(found), ctx, extra, details)
 
 
 @guarded("ls", ("path",))
 async def _ls(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    _, base = _base(args, ctx)
+    root, base = _base(args, ctx)
     shown = display_path(ctx.workspace, base)
     if not base.exists():
         raise ToolError(f"{shown}: no such directory")
     if not base.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use `read` to see it")
+    _refuse_hidden(root, base, ctx)
+    hidden = [re.compile(p, re.DOTALL) for p in _hidden(root, ctx)]
+    above = "/" + base.relative_to(root).as_posix() if base != root and hidden else ""
 
-    def listing() -> list[str]:
+    def concealed(name: str, link: bool) -> bool:
+        """Hidden by its path, or (a link) by where it leads, as `read` resolves it."""
+        paths = [f"{above}/{name}"]
+        if link:
+            target = Path(os.path.realpath(base / name))
+            if target.is_relative_to(root):
+                paths.append("/" + target.relative_to(root).as_posix())
+        return any(h.fullmatch(p) for h in hidden for p in paths)
+
+    def listing() -> tuple[list[str], int]:
         with os.scandir(base) as scan:
-            return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in scan)
+            names = [(entry.name, entry.is_dir(), entry.is_symlink()) for entry in scan]
+        kept = [
+            name + ("/" if is_dir else "")
+            for name, is_dir, link in names
+            if not (hidden and concealed(name, link))
+        ]
+        return sorted(kept), len(names) - len(kept)
 
-    entries = await run_blocking(listing, timeout=ctx.timeout, what=f"ls {shown}")
+    entries, left_out = await run_blocking(listing, timeout=ctx.timeout, what=f"ls {shown}")
+    extra = [HIDDEN_NOTE] if left_out else []
     if not entries:
-        return ToolResult(f"({shown} is empty)", details={"entries": 0})
-    return _finish("\n".join(entries), ctx, [], {"entries": len(entries)})
+        return ToolResult("\n".join([f"({shown} is empty)", *extra]), details={"entries": 0})
+    return _finish("\n".join(entries), ctx, extra, {"entries": len(entries)})
 
 
 _SEARCH_PATH = {

@@ -7,10 +7,15 @@ or the glob `*a*a*a*a*a*a*a*a*b` against a long name, runs for hours while holdi
 GIL, so neither a thread nor the event loop could stop it and `tool_timeout` did not
 hold. Here the whole search (walk, globs, regex) runs in a child process that the
 tool kills when the timeout expires or the call is cancelled. The child dies with the
-assembler too (`PR_SET_PDEATHSIG`).
+assembler too (`PR_SET_PDEATHSIG`, and end-of-file on its stdin).
 
-Started as `python -I -S -c <WORKER_BOOT> <package root>` by `search_tools`: the request
-is one JSON object on stdin, the answer one JSON object on stdout.
+Started as `python -I -S -c <WORKER_BOOT> <package root> <parent pid>` by
+`search_pool`, and kept for later calls: each request is one JSON line on stdin, each
+answer one JSON line on stdout. A search that raises answers `{"failed": "..."}`
+(the pool then stops this worker: nothing of a failed search is trusted to be tidy).
+`hidden` in a request lists regular expressions over rooted paths
+(`/secrets/prod.env`) that the manifest's `read` deny rules keep from the model: such
+files are neither searched nor listed, and the answer says how many were left out.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import os
 import re
 import signal
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,27 @@ from assembler.tools.builtin.sniff import looks_binary
 from assembler.tools.builtin.tree import glob_matcher, walk_files
 
 PR_SET_PDEATHSIG = 1
+
+
+def _hidden(request: dict[str, Any]) -> Callable[[Path], bool]:
+    """A test telling whether a file found under the root is hidden: by its own path,
+    or, for a link, by the path it leads to (as `read` resolves it)."""
+    patterns = [re.compile(p, re.DOTALL) for p in request.get("hidden") or ()]
+    root = Path(request["root"])
+
+    def matched(path: Path) -> bool:
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            return False
+        return any(p.fullmatch("/" + rel) for p in patterns)
+
+    def hidden(path: Path) -> bool:
+        if not patterns:
+            return False
+        return matched(path) or (path.is_symlink() and matched(Path(os.path.realpath(path))))
+
+    return hidden
 
 
 def grep(request: dict[str, Any]) -> dict[str, Any]:
@@ -42,10 +70,14 @@ def grep(request: dict[str, Any]) -> dict[str, Any]:
     limit, max_line, max_file = request["limit"], request["max_line"], request["max_file"]
     files = [base] if base.is_file() else walk_files(root, base)
     found: list[str] = []
-    skipped_large = 0
+    skipped_large = hidden_files = 0
+    is_hidden = _hidden(request)
     for path in files:
         rel = path.relative_to(root).as_posix()
         if matches_glob and base.is_dir() and not matches_glob(path.relative_to(base).as_posix()):
+            continue
+        if is_hidden(path):
+            hidden_files += 1
             continue
         try:
             if path.stat().st_size > max_file:
@@ -67,19 +99,20 @@ def grep(request: dict[str, Any]) -> dict[str, Any]:
                     break
         if len(found) > limit:
             break
-    return {"found": found, "skipped_large": skipped_large}
+    return {"found": found, "skipped_large": skipped_large, "hidden": hidden_files}
 
 
 def find(request: dict[str, Any]) -> dict[str, Any]:
     """The first `limit` matching paths, sorted, and how many matched in all."""
     matches = glob_matcher(request["pattern"])
     root, base = Path(request["root"]), Path(request["base"])
-    found = sorted(
-        path.relative_to(root).as_posix()
-        for path in walk_files(root, base)
-        if matches(path.relative_to(base).as_posix())
-    )
-    return {"paths": found[: request["limit"]], "count": len(found)}
+    is_hidden = _hidden(request)
+    matched = [
+        path for path in walk_files(root, base) if matches(path.relative_to(base).as_posix())
+    ]
+    found = sorted(path.relative_to(root).as_posix() for path in matched if not is_hidden(path))
+    hidden = len(matched) - len(found)
+    return {"paths": found[: request["limit"]], "count": len(found), "hidden": hidden}
 
 
 def match(request: dict[str, Any]) -> dict[str, Any]:
@@ -107,9 +140,18 @@ def _die_with_parent(parent: int) -> None:
         sys.exit(1)
 
 
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """One request's answer; an unexpected exception is an answer too."""
+    try:
+        return _OPERATIONS[request["op"]](request)
+    except Exception as e:  # a bug or a MemoryError: say so instead of dying silently
+        return {"failed": f"{type(e).__name__}: {e}"}
+
+
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    _die_with_parent(int(request["parent"]))
-    answer = _OPERATIONS[request["op"]](request)
-    sys.stdout.write(json.dumps(answer))
-    sys.stdout.flush()
+    _die_with_parent(int(sys.argv[2]))
+    # A pattern such as `[[a]` makes `re` warn on stderr, which nobody reads.
+    warnings.simplefilter("ignore")
+    for line in sys.stdin.buffer:  # until the assembler closes the pipe
+        sys.stdout.write(json.dumps(answer(json.loads(line))) + "\n")
+        sys.stdout.flush()
