@@ -195,7 +195,7 @@ async def run_task(
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, team, trust, budget_pot)
+            await _attempt(run, scratch, manifest, team, trust, budget_pot=budget_pot)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -217,6 +217,7 @@ async def _attempt(
     manifest: Manifest | None,
     team: TeamMember | None,
     trust: TrustDecision | None,
+    *,
     budget_pot: BudgetPot | None = None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
@@ -241,7 +242,7 @@ async def _attempt(
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace, trust, run.replay, budget_pot)
+            agent = _build(request, team, workspace, trust, run.replay, budget_pot=budget_pot)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -303,6 +304,7 @@ def _build(
     workspace: Path,
     trust: TrustDecision | None,
     replay: ReplaySetup | None,
+    *,
     budget_pot: BudgetPot | None = None,
 ) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
