@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from assembler.agent.team import TeamMember
+    from assembler.budgets import BudgetLimits
     from assembler.permissions.gate import Approver
     from assembler.permissions.policy import PermissionMode
+    from assembler.pricing import Price
     from assembler.providers.base import ModelProvider
     from assembler.resources.loader import LoaderFlags
+    from assembler.runner.budget import BudgetPot
     from assembler.sessions.store import Session
     from assembler.trust import TrustDecision, TrustPrompt
 
@@ -41,7 +44,10 @@ class BuildOptions:
     (`assembler.agent.trusting`: a sub-agent, an eval task). `team` is the sub-agent
     tree of the manifest when a parent builds its child (the tree is otherwise loaded
     by the build, and trust is decided for all of it at once). `env` stands for
-    `os.environ` (API keys, `${VAR}`, the tools' environment).
+    `os.environ` (API keys, `${VAR}`, the tools' environment). `budget` overrides the
+    manifest's `limits.budget` limit by limit (`--budget-usd`); `budget_pot` is a pot
+    every run of the agent also draws from (a parent's run, an evaluation's task).
+    `price` overrides the model's price (a ready `provider` has none of its own).
     """
 
     model: str | None = None
@@ -57,6 +63,9 @@ class BuildOptions:
     permission_mode: PermissionMode = "default"
     approver: Approver | None = None
     team: TeamMember | None = None
+    budget: BudgetLimits | None = None
+    budget_pot: BudgetPot | None = None
+    price: Price | None = None
 
 
 class BuildChanges(TypedDict, total=False):
@@ -75,3 +84,6 @@ class BuildChanges(TypedDict, total=False):
     permission_mode: PermissionMode
     approver: Approver | None
     team: TeamMember | None
+    budget: BudgetLimits | None
+    budget_pot: BudgetPot | None
+    price: Price | None

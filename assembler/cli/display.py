@@ -17,11 +17,13 @@ from typing import Any
 
 import click
 
+from assembler.pricing import format_cost
 from assembler.runner.events import (
     Compacted,
     Diagnostic,
     ErrorEvent,
     Event,
+    ReasoningEvent,
     RunEnd,
     RunStart,
     SubagentEvent,
@@ -52,9 +54,13 @@ class EventPrinter:
     stderr with the tool activity, once the turn shows it is not the answer.
     """
 
-    def __init__(self, *, color: bool | None = None, answer_only: bool = False) -> None:
+    def __init__(
+        self, *, color: bool | None = None, answer_only: bool = False, hide_reasoning: bool = False
+    ) -> None:
         self.color = color
         self.mid_line = False
+        self.hide_reasoning = hide_reasoning
+        self.thinking = False  # stderr ends mid-line in streamed reasoning
         self.answer_only = answer_only
         self.pending: list[str] = []
         self.blocked: set[str] = set()  # call ids already shown as blocked
@@ -68,6 +74,7 @@ class EventPrinter:
 
     def _err(self, text: str, fg: str | None = None, *, dim: bool = False) -> None:
         self._end_line()
+        self._end_thinking()
         click.secho(terminal_safe(text), err=True, fg=fg, dim=dim, color=self.color)
 
     def _out(self, text: str, *, nl: bool = True) -> None:
@@ -78,7 +85,21 @@ class EventPrinter:
             click.echo()
             self.mid_line = False
 
+    def _end_thinking(self) -> None:
+        if self.thinking:
+            click.echo(err=True)
+            self.thinking = False
+
     def show(self, event: Event) -> None:
+        if isinstance(event, ReasoningEvent):  # dimmed on stderr: never the answer
+            if not self.hide_reasoning and event.text:
+                self._end_line()
+                click.secho(
+                    terminal_safe(event.text), err=True, dim=True, nl=False, color=self.color
+                )
+                self.thinking = not event.text.endswith("\n")
+            return
+        self._end_thinking()
         if isinstance(event, TextDeltaEvent):
             if self.answer_only:
                 self.pending.append(event.text)
@@ -94,6 +115,8 @@ class EventPrinter:
                 self._out(answer, nl=not answer.endswith("\n"))
         elif isinstance(event, RunEnd):
             self._end_line()
+            if event.cost_usd is not None:  # a priced model: what the run cost
+                self._err(_spent(event), dim=True)
             if event.reason == "error" and event.message in self.errors:
                 return  # the error line above said it: each error is printed once
             if event.reason != "completed":
@@ -111,6 +134,15 @@ class EventPrinter:
             if activity is not None:
                 text, fg = activity
                 self._err(text, fg, dim=isinstance(event, SubagentEvent))
+
+
+def _spent(end: RunEnd) -> str:
+    """`cost $0.0123 · 12,345 tokens · 83% of input from the cache`."""
+    usage = end.usage
+    line = f"cost {format_cost(end.cost_usd or 0.0)} · {usage.input_tokens + usage.output_tokens:,} tokens"
+    if usage.cache_read_tokens:
+        line += f" · {end.cached_share():.0%} of input from the cache"
+    return line
 
 
 def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None] | None:

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 import click
 
 from assembler.cli.common import (
+    EXIT_BUDGET,
     agent_options,
     ask_trust,
+    budget_limits,
+    budget_options,
     build_options,
     echo_new_issues,
     enter_workspace,
@@ -52,6 +55,10 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
 @click.option(
     "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
 )
+@click.option(
+    "--hide-reasoning", is_flag=True, help="Do not show the model's reasoning (shown dimmed)."
+)
+@budget_options
 @session_options
 @agent_options
 def run(
@@ -67,6 +74,9 @@ def run(
     resume: str | None,
     fork: str | None,
     permission_mode: PermissionMode,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    hide_reasoning: bool,
     **resources: Any,
 ) -> None:
     """Run MANIFEST's agent (default: ./agent.yaml) on a prompt (-p), or interactively.
@@ -75,6 +85,9 @@ def run(
     lists the commands, Ctrl-C cancels the current turn, /exit (or Ctrl-D) leaves.
     Tool calls and results are shown on stderr. --continue and --resume go on with an
     earlier session; `assemble sessions list` shows them.
+
+    With -p, the exit code is 0 when the run completed, 3 when a budget stopped it
+    (limits.budget, --budget-usd, --budget-tokens), and 1 otherwise.
     """
     from assembler.agent.build import build_agent
     from assembler.cli.turns import banner
@@ -99,34 +112,43 @@ def run(
         session=session,
         fork=fork_entry,
         permission_mode=permission_mode,
+        budget=budget_limits(budget_usd, budget_tokens),
     )
     agent = build_agent(shown.manifest, options)
     banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
     if prompt is not None:
-        reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
+        reason = asyncio.run(_one_shot(agent, prompt, as_json, max_turns, hide_reasoning))
+        if reason == "budget":
+            sys.exit(EXIT_BUDGET)
         if reason != "completed":
             sys.exit(1)
         return
-    code = asyncio.run(_interactive(agent, as_json, max_turns))
+    code = asyncio.run(_interactive(agent, as_json, max_turns, hide_reasoning))
     if code:
         sys.exit(code)
 
 
-async def _one_shot(agent: Agent, prompt: str, as_json: bool, max_turns: int | None) -> str:
+async def _one_shot(
+    agent: Agent, prompt: str, as_json: bool, max_turns: int | None, hide_reasoning: bool
+) -> str:
     """`-p`: nobody can answer an `ask` (it is a deny the model reads) unless
     `--permission-mode` decides asks."""
     from assembler.cli.turns import drive, session_note
 
     try:
-        return await drive(agent, prompt, as_json, max_turns, answer_only=True)
+        return await drive(
+            agent, prompt, as_json, max_turns, answer_only=True, hide_reasoning=hide_reasoning
+        )
     finally:
         await agent.aclose()
         session_note(agent, as_json)
 
 
-async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> int:
+async def _interactive(
+    agent: Agent, as_json: bool, max_turns: int | None, hide_reasoning: bool
+) -> int:
     from assembler.cli.interactive import Interactive
 
     terminal = _is_terminal(sys.stdin)
@@ -136,6 +158,7 @@ async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> in
         max_turns=max_turns,
         terminal=terminal,
         approvals=terminal and not as_json and _is_terminal(sys.stderr),
+        hide_reasoning=hide_reasoning,
     )
     return await session.run()
 

@@ -28,10 +28,11 @@ async def drive(
     *,
     answer_only: bool = False,
     printer: EventPrinter | None = None,
+    hide_reasoning: bool = False,
 ) -> str:
     """Run `prompt`, showing its events; the run's end reason ("error" if it never
     ended)."""
-    printer = printer or EventPrinter(answer_only=answer_only)
+    printer = printer or EventPrinter(answer_only=answer_only, hide_reasoning=hide_reasoning)
     reason = "error"
     # -p on a terminal: a sign of life on stderr while the model (or a tool) works
     spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None

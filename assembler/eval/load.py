@@ -28,7 +28,14 @@ from assembler.eval.spec import (
     EvalSpec,
     TaskSpec,
 )
-from assembler.eval.tasks import Report, build_task, check_problems, confined, resolve_model
+from assembler.eval.tasks import (
+    Report,
+    build_task,
+    check_problems,
+    confined,
+    read_budget,
+    resolve_model,
+)
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
@@ -124,6 +131,9 @@ def validate_eval_file(
                 file, tasks_file, lambda m: report(("tasks_file",), m), roots
             )
             issues.extend(found)
+    total_budget = None
+    if not any(_under(p, "budget") for p in rejected):
+        total_budget = read_budget(data.get("budget"), report, ("budget",))
     spec = None
     if not any(i.severity == "error" for i in issues) and agent_path is not None:
         spec = EvalSpec(
@@ -134,6 +144,7 @@ def validate_eval_file(
             workspace=workspace.path,
             defaults=defaults,
             description=data.get("description", ""),
+            budget=total_budget,
         )
     return EvalReport(path, _sorted(issues, shown), spec, manifest)
 
@@ -165,6 +176,7 @@ def _defaults(raw: dict[str, Any], base: Path, report: Report) -> Defaults:
         max_turns=raw.get("max_turns"),
         timeout=float(raw.get("timeout", DEFAULT_TIMEOUT)),
         check_timeout=float(raw.get("check_timeout", DEFAULT_CHECK_TIMEOUT)),
+        budget=read_budget(raw.get("budget"), report, ("defaults", "budget")),
     )
 
 

@@ -122,9 +122,12 @@ class TaskSpec:
     replay: ReplaySpec | None = None
     start: str | None = None
     """A workspace start file (absolute): the task's workspace is rebuilt from it."""
+    budget: Mapping[str, Any] | None = None
+    """The task's own `budget` (`BudgetLimits.to_dict()` form), None: the defaults'."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "budget": None if self.budget is None else dict(self.budget),
             "id": self.id,
             "prompt": self.prompt,
             "messages": [dict(m) for m in self.messages],
@@ -155,6 +158,7 @@ class TaskSpec:
             timeout=data.get("timeout"),
             metadata=dict(data.get("metadata") or {}),
             origin=str(data.get("origin", "")),
+            budget=data.get("budget"),
         )
 
 
@@ -164,6 +168,8 @@ class Defaults:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """Each task run's budget (`defaults.budget`), None: the agent's own."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,8 @@ class EvalSpec:
     workspace: Path | None = None
     defaults: Defaults = field(default_factory=Defaults)
     description: str = ""
+    budget: Mapping[str, Any] | None = None
+    """The whole evaluation's budget (`BudgetLimits.to_dict()` form)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,8 @@ class RunRequest:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """The run's budget over the agent's `limits.budget` (`BudgetLimits.to_dict()`)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -219,6 +229,7 @@ class RunRequest:
             "max_turns": self.max_turns,
             "timeout": self.timeout,
             "check_timeout": self.check_timeout,
+            "budget": None if self.budget is None else dict(self.budget),
         }
 
     @classmethod
@@ -235,4 +246,5 @@ class RunRequest:
             max_turns=data.get("max_turns"),
             timeout=float(data["timeout"]),
             check_timeout=float(data["check_timeout"]),
+            budget=data.get("budget"),
         )

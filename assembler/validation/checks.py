@@ -21,6 +21,7 @@ from assembler.errors import Issue, ManifestError, PromptContextError
 from assembler.manifest.yaml_source import JsonPath
 from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
+from assembler.validation.budget_checks import check_budget
 from assembler.validation.context import (
     CheckContext,
     dir_state,
@@ -335,4 +336,5 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_context_files,
     check_tool_mentions,
     check_guidelines_without_tools,
+    check_budget,
 )
