@@ -48,10 +48,28 @@ class ContextMessage:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    """One block of a model's reasoning, kept as the provider sent it.
+
+    `kind`: `thinking` (Anthropic extended thinking: `text` and its `signature`, which
+    the API checks when the block is sent back), `redacted_thinking` (Anthropic: the
+    encrypted `data` only), or `text` (an OpenAI-compatible server's `reasoning_content`:
+    shown, stored, never sent back). Reasoning is never the answer.
+    """
+
+    kind: Literal["thinking", "redacted_thinking", "text"] = "text"
+    text: str = ""
+    signature: str = ""
+    data: str = ""
+
+
+@dataclass(frozen=True)
 class AssistantMessage:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     role: Literal["assistant"] = "assistant"
+    reasoning: tuple[Reasoning, ...] = ()
+    """The model's reasoning before this message's text and calls, in its order."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,12 @@ class ModelSettings:
     max_tokens: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     tool_choice: ToolChoice | None = None
+    cache: bool = True
+    """Prompt-cache breakpoints where the wire has them (Anthropic); `model.cache`."""
+    thinking_budget: int | None = None
+    """Anthropic extended thinking's `budget_tokens`; None: no thinking."""
+    reasoning_effort: str | None = None
+    """`reasoning_effort` for reasoning models (OpenAI wire)."""
 
 
 class History(Sequence[Message]):
@@ -154,6 +178,11 @@ class History(Sequence[Message]):
 
     def __len__(self) -> int:
         return self._length
+
+    @property
+    def source(self) -> list[Message]:
+        """The conversation list this is a view of (only ever appended to)."""
+        return self._items
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -216,11 +245,22 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=ModelSettings)
     output: OutputRequest | None = None
     """The typed answer the run waits for (None: an answer in plain text)."""
+    system_stable: int | None = None
+    """How many leading characters of `system` stay the same from turn to turn (the
+    sections before the per-turn ones): where a prompt-cache breakpoint may go. None:
+    all of it."""
 
 
 @dataclass(frozen=True)
 class TextDelta:
     """A piece of streamed assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of streamed reasoning (thinking), never part of the answer."""
 
     text: str
 
@@ -238,7 +278,7 @@ class ResponseDone:
     that knows nothing of `output` sends the `final_answer` tool it was given)."""
 
 
-StreamEvent = TextDelta | ResponseDone
+StreamEvent = TextDelta | ReasoningDelta | ResponseDone
 
 
 def to_plain(value: Any) -> Any:

@@ -16,7 +16,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
 
-from assembler.messages import AssistantMessage, ModelRequest, StreamEvent, ToolCall, to_plain
+from assembler.messages import (
+    AssistantMessage,
+    ModelRequest,
+    ResponseDone,
+    StreamEvent,
+    ToolCall,
+    to_plain,
+)
 from assembler.providers.scripted import ScriptedProvider, ScriptStep, Step, stream_reply
 
 __all__ = [
@@ -114,14 +121,16 @@ class ScriptedModel(ScriptedProvider):
             self.assert_consumed()
 
 
-ReplyFunction = Callable[[ModelRequest], AssistantMessage | str | Awaitable[AssistantMessage | str]]
+Reply = AssistantMessage | str | ResponseDone
+ReplyFunction = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 
 
 class FunctionModel:
     """A `ModelProvider` whose replies come from `fn(request)`, sync or async.
 
-    `fn` returns an `AssistantMessage` or plain text; what it raises reaches the caller
-    unchanged. Every request is recorded in `requests`.
+    `fn` returns an `AssistantMessage`, plain text, or a whole `ResponseDone` (to report
+    usage and a stop reason, as a model honouring `request.settings.max_tokens` would);
+    what it raises reaches the caller unchanged. Every request is recorded in `requests`.
     """
 
     def __init__(self, fn: ReplyFunction, *, name: str | None = None) -> None:
@@ -138,8 +147,17 @@ class FunctionModel:
         result = self._fn(request)
         if inspect.isawaitable(result):
             result = await result
-        message = AssistantMessage(text=result) if isinstance(result, str) else result
-        async for event in stream_reply(message, reply_number=len(self.requests)):
+        if isinstance(result, ResponseDone):
+            replies = stream_reply(
+                result.message,
+                result.usage,
+                reply_number=len(self.requests),
+                stop_reason=result.stop_reason,
+            )
+        else:
+            message = AssistantMessage(text=result) if isinstance(result, str) else result
+            replies = stream_reply(message, reply_number=len(self.requests))
+        async for event in replies:
             yield event
 
     async def aclose(self) -> None:

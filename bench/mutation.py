@@ -34,6 +34,12 @@ from _mutants import Mutant, mutants
 from _mutation_run import REPO, BaselineFailed, Outcome, run_module
 
 _PROMPT = ("tests/prompt", "tests/validation", "tests/manifest/corpus")
+_TRUST = (
+    "tests/trust",
+    "tests/security/test_trust_bypasses.py",
+    "tests/security/test_trust_tree.py",
+)
+_PERMS = "tests/permissions/test_"
 
 MODULES: dict[str, tuple[str, ...]] = {
     "assembler/prompt/renderer.py": ("tests/prompt", "tests/validation", "tests/manifest/corpus"),
@@ -59,12 +65,32 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/trust",
         "tests/security/test_trust_bypasses.py",
     ),
+    "assembler/permissions/command_patterns.py": ("tests/permissions",),
+    "assembler/permissions/matching.py": ("tests/permissions",),
+    "assembler/permissions/wrappers.py": ("tests/permissions",),
+    "assembler/permissions/policy.py": ("tests/permissions",),
+    "assembler/permissions/path_patterns.py": ("tests/permissions",),
+    "assembler/permissions/bash.py": ("tests/permissions", "tests/security/test_bash_escape.py"),
+    "assembler/permissions/bash_words.py": ("tests/permissions",),
+    "assembler/permissions/bash_reader.py": ("tests/permissions",),
+    "assembler/permissions/bash_grammar.py": ("tests/permissions",),
+    "assembler/permissions/bash_builtins.py": ("tests/permissions",),
+    "assembler/trust.py": _TRUST,
+    "assembler/trust_files.py": _TRUST,
+    "assembler/agent/trusting.py": (*_TRUST, "tests/agent/test_subagents.py"),
+    "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py",),
+    "assembler/sandbox/policy.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_runtime.py"),
 }
 """Module -> the tests that exercise it. One line per module."""
 
 CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
     "assembler/prompt/renderer.py": (12, ("tests/prompt", "tests/manifest/corpus")),
     "assembler/sessions/codec.py": (12, ("tests/sessions",)),
+    "assembler/permissions/command_patterns.py": (8, (f"{_PERMS}command_patterns.py",)),
+    "assembler/permissions/matching.py": (8, (f"{_PERMS}bash_rules.py", f"{_PERMS}policy.py")),
+    "assembler/permissions/wrappers.py": (8, (f"{_PERMS}bash_rules.py",)),
+    "assembler/permissions/policy.py": (8, (f"{_PERMS}policy.py",)),
+    "assembler/trust.py": (8, ("tests/trust",)),
 }
 """What `tests/mutation` runs in CI: a fixed sample of mutants per module, against
 the tests that kill them quickest (the full run uses MODULES)."""

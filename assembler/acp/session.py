@@ -47,9 +47,11 @@ STOP_REASONS: dict[str, StopReason] = {
     "max_turns": "max_turn_requests",
     "blocked": "refusal",
     "cancelled": "cancelled",
+    "budget": "max_tokens",
 }
 """A run's end (`RunEnd.reason`) as the protocol's stop reason; `error` is none of
-them and answers the request with an error instead."""
+them and answers the request with an error instead. A budget stop is `max_tokens`
+(the turn ended because it may spend no more), its message a thought chunk."""
 
 
 class EditorSession:

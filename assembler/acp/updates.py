@@ -54,6 +54,7 @@ from assembler.runner.events import (
     Diagnostic,
     ErrorEvent,
     Event,
+    ReasoningEvent,
     SubagentEvent,
     TextDeltaEvent,
     ToolCallBlocked,
@@ -93,6 +94,8 @@ class TurnUpdates:
     def updates(self, event: Event) -> list[Update]:
         if isinstance(event, TextDeltaEvent):
             return [update_agent_message_text(event.text)] if event.text else []
+        if isinstance(event, ReasoningEvent):  # the model's thinking: a thought, never the answer
+            return [update_agent_thought_text(event.text)] if event.text else []
         if isinstance(event, UserMessageDelivered):
             return [update_user_message_text(event.text)]
         if isinstance(event, Diagnostic):

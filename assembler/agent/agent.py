@@ -306,6 +306,7 @@ class Agent:
             permission_default=gate.policy.default if gate is not None else None,
             messages=tuple(runner.messages),
             entry_ids=self._entry_ids(),
+            cost_usd=runner.cost if runner.meter.price is not None else None,
         )
 
     def _entry_ids(self) -> tuple[str | None, ...] | None:

@@ -48,16 +48,18 @@ from assembler.agent.services import (
 from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
 from assembler.agent.trusting import TreeTrust
-from assembler.errors import SessionError
+from assembler.errors import ConfigurationError, SessionError
 from assembler.manifest.model import BuiltinToolSet, Manifest, MCPToolSet, PermissionsSpec
 from assembler.messages import ModelSettings
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionPolicy
-from assembler.providers.windows import context_window
+from assembler.prompt.renderer import stable_length
+from assembler.providers.windows import context_window, max_output_tokens
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
+from assembler.runner.metering import Meter
 from assembler.sandbox.runtime import Sandbox
 from assembler.sandbox.spec import SandboxSpec
 from assembler.sandbox.support import require as require_sandbox
@@ -154,6 +156,9 @@ def build_agent(
         prepare_sandbox(assembly.sandbox.policy().to_dict())
     window = limits.context_window or _known_window(choice or _given_choice(manifest, options))
     runner = AgentRunner(
+        meter=_meter(manifest, options, choice, window),
+        stable_prefix=stable_length,
+        max_output=max_output_tokens(choice.provider, choice.name) if choice else None,
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
         permissions=_permission_gate(manifest, options),
         provider=traced,
@@ -198,6 +203,7 @@ def build_agent(
     )
     if telemetry is not None:  # spans name the session the agent is in at the time
         telemetry.conversation = lambda: agent.session.id if agent.session else None
+        telemetry.price = runner.meter.price
     return agent
 
 
@@ -244,6 +250,31 @@ def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGat
         manifest.permissions, workspace=manifest.workspace.resolve(), mode=options.permission_mode
     )
     return PermissionGate(policy, options.approver)
+
+
+def _meter(
+    manifest: Manifest, options: BuildOptions, choice: ModelChoice | None, window: int | None
+) -> Meter:
+    """The runner's meter: the manifest's budget with the caller's limits over it, the
+    model's price, and the pot of whoever this agent works for. A budget in dollars on
+    a model without a price cannot be kept, so it is refused here (and at `validate`);
+    so is an agent without a price working for a pot that counts dollars."""
+    limits = manifest.limits.budget.overridden(options.budget)
+    price = options.price or (choice.price if choice is not None else None)
+    model = choice.label if choice is not None else "the given model"
+    if price is None and limits.cost_usd is not None:
+        raise ConfigurationError(
+            f"{manifest.name}: a `cost_usd` budget needs the price of {model}, which is not "
+            "in the price table: set `model.price: {input, output}` (US dollars per million "
+            "tokens), or budget `tokens` instead"
+        )
+    pot = options.budget_pot
+    if price is None and pot is not None and any(p.limits.cost_usd for p in pot.chain()):
+        raise ConfigurationError(
+            f"{manifest.name}: it works within a `cost_usd` budget, and the price of {model} "
+            "is not known: set its `model.price`"
+        )
+    return Meter(limits=limits, price=price, parent=pot, context_window=window)
 
 
 def _known_window(choice: ModelChoice | None) -> int | None:

@@ -50,8 +50,8 @@ class SessionRecorder:
         self.session.append("prompt", self.describe(system, tools))
         self._prompt = stamp
 
-    def message(self, message: Message, usage: Usage | None) -> None:
-        entry = self.session.append_message(message, usage=usage)
+    def message(self, message: Message, usage: Usage | None, cost: float | None = None) -> None:
+        entry = self.session.append_message(message, usage=usage, cost=cost)
         self.entry_ids.append(entry.id)
 
     def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None:

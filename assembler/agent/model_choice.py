@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assembler.errors import ConfigurationError
 from assembler.manifest.model import Manifest
 from assembler.messages import ModelSettings
+from assembler.pricing import Price, known_price
 from assembler.providers.base import ModelProvider
 from assembler.providers.endpoints import effective_base_url
 from assembler.providers.registry import (
@@ -23,6 +24,7 @@ from assembler.providers.registry import (
     known_providers,
     parse_model_string,
 )
+from assembler.providers.windows import max_output_tokens
 from assembler.urls import display_url
 from assembler.user_config import MODEL_VARIABLE, config_file, default_model
 
@@ -37,6 +39,13 @@ class ModelChoice:
     options: Mapping[str, object]
     shown_base_url: str | None = None
     """`base_url` with `${VAR}` unexpanded and credentials left out: for banners."""
+    manifest_price: Price | None = None
+    """`model.price`, when the manifest's model is the one chosen."""
+
+    @property
+    def price(self) -> Price | None:
+        """What the model costs: the manifest's `model.price`, else the price table's."""
+        return self.manifest_price or known_price(self.provider, self.name)
 
     @property
     def label(self) -> str:
@@ -59,9 +68,8 @@ def choose_model(
     if override:
         provider, name = parse_model_string(override)
         if spec is None or spec.provider != provider:
-            return _with_script(
-                manifest, ModelChoice(provider, name, None, None, ModelSettings(), {})
-            )
+            settings = ModelSettings(max_tokens=max_output_tokens(provider, name))
+            return _with_script(manifest, ModelChoice(provider, name, None, None, settings, {}))
     else:
         assert spec is not None
         provider, name = spec.provider, spec.name
@@ -69,10 +77,15 @@ def choose_model(
     if spec.script is not None:
         options["script"] = str(spec.script)
     settings = manifest_settings(manifest) or ModelSettings()
+    if not settings.max_tokens:  # the model family's own reply limit, where known
+        settings = replace(settings, max_tokens=max_output_tokens(provider, name))
     shown = display_url(spec.base_url_template or spec.base_url) if spec.base_url else None
+    price = spec.price if name == spec.name else None  # a price is its model's only
     return _with_script(
         manifest,
-        ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options, shown),
+        ModelChoice(
+            provider, name, spec.base_url, spec.api_key_env, settings, options, shown, price
+        ),
     )
 
 
@@ -83,7 +96,12 @@ def manifest_settings(manifest: Manifest) -> ModelSettings | None:
     if spec is None:
         return None
     return ModelSettings(
-        temperature=spec.temperature, max_tokens=spec.max_tokens, tool_choice=spec.tool_choice
+        temperature=spec.temperature,
+        max_tokens=spec.max_tokens,
+        tool_choice=spec.tool_choice,
+        cache=spec.cache,
+        thinking_budget=spec.thinking_budget,
+        reasoning_effort=spec.reasoning_effort,
     )
 
 
@@ -116,7 +134,13 @@ def _with_script(manifest: Manifest, choice: ModelChoice) -> ModelChoice:
         return choice
     script = Path(os.path.normpath(manifest.directory / choice.name))
     return ModelChoice(
-        choice.provider, choice.name, None, None, choice.settings, {"script": str(script)}
+        choice.provider,
+        choice.name,
+        None,
+        None,
+        choice.settings,
+        {"script": str(script)},
+        manifest_price=choice.manifest_price,
     )
 
 

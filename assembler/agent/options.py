@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from assembler.agent.team import TeamMember
+    from assembler.budgets import BudgetLimits
     from assembler.permissions.gate import Approver
     from assembler.permissions.policy import PermissionMode
+    from assembler.pricing import Price
     from assembler.providers.base import ModelProvider
     from assembler.resources.loader import LoaderFlags
+    from assembler.runner.budget import BudgetPot
     from assembler.sessions.store import Session
     from assembler.trust import TrustDecision, TrustPrompt
 
@@ -43,7 +46,10 @@ class BuildOptions:
     by the build, and trust is decided for all of it at once). `env` stands for
     `os.environ` (API keys, `${VAR}`, the tools' environment). `params` are values of
     the manifest's `parameters`, checked first (a `ParameterError` lists every problem
-    before anything is built); None binds them at the first run instead.
+    before anything is built); None binds them at the first run instead. `budget` overrides the
+    manifest's `limits.budget` limit by limit (`--budget-usd`); `budget_pot` is a pot
+    every run of the agent also draws from (a parent's run, an evaluation's task).
+    `price` overrides the model's price (a ready `provider` has none of its own).
     """
 
     model: str | None = None
@@ -60,6 +66,9 @@ class BuildOptions:
     approver: Approver | None = None
     team: TeamMember | None = None
     params: Mapping[str, Any] | None = None
+    budget: BudgetLimits | None = None
+    budget_pot: BudgetPot | None = None
+    price: Price | None = None
 
 
 class BuildChanges(TypedDict, total=False):
@@ -79,3 +88,6 @@ class BuildChanges(TypedDict, total=False):
     approver: Approver | None
     team: TeamMember | None
     params: Mapping[str, Any] | None
+    budget: BudgetLimits | None
+    budget_pot: BudgetPot | None
+    price: Price | None

@@ -46,6 +46,8 @@ class AgentState:
     entry_ids: tuple[str | None, ...] | None
     """The session entry of each message (None for one the file does not hold, such as
     an "interrupted" result); None as a whole when the agent records no session."""
+    cost_usd: float | None = None
+    """What every request since the agent was built cost (None: no known price)."""
 
     @property
     def parent_session(self) -> str | None:

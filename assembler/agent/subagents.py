@@ -33,6 +33,7 @@ from assembler.manifest.model import AgentToolSet, Manifest
 from assembler.messages import AssistantMessage
 from assembler.permissions.gate import Approver, PermissionGate
 from assembler.providers.base import ModelProvider
+from assembler.runner.budget import BudgetPot
 from assembler.runner.events import Event, RunEnd, SubagentEvent
 from assembler.sessions.codec import usage_to_dict
 from assembler.sessions.store import Session
@@ -124,9 +125,11 @@ class Subagent(Generic[AgentT]):
         session: Session | None = None,
         session_dir: Path | None = None,
         record_session: bool = True,
+        budget_pot: BudgetPot | None = None,
     ) -> AgentT:
         """Build the child as a call does: from the team's manifest, with the parent's
-        environment and loader flags; its project code was trusted with the parent's."""
+        environment and loader flags; its project code was trusted with the parent's.
+        `budget_pot`: the parent run's pot, which the child's runs draw from too."""
         return self.team.builder(
             self.manifest,
             replace(
@@ -139,6 +142,7 @@ class Subagent(Generic[AgentT]):
                 session=session,
                 team=self.delegate.member,
                 approver=self.team.approver(),
+                budget_pot=budget_pot,
             ),
         )
 
@@ -167,7 +171,8 @@ class Subagent(Generic[AgentT]):
         details: dict[str, Any] = {"agent": self.path}
         try:
             session = self._open_session(context.call_id, details)
-            child = self.build(session=session, record_session=False)
+            pot = context.budget if isinstance(context.budget, BudgetPot) else None
+            child = self.build(session=session, record_session=False, budget_pot=pot)
         except Exception as e:  # a full disk, a model that cannot be created
             return self._failure(f"could not be built: {_reason(e)}", details)
         end: RunEnd | None = None
@@ -194,6 +199,10 @@ class Subagent(Generic[AgentT]):
                 failure = failure or f"failed while closing: {_reason(e)}"
         if end is not None:
             details.update(reason=end.reason, turns=end.turns, usage=usage_to_dict(end.usage))
+            if end.cost_usd is not None:
+                details["cost_usd"] = round(end.cost_usd, 6)
+            if end.budget is not None:
+                details["budget"] = dict(end.budget)
         if failure is not None:
             return self._failure(failure, details)
         if end is None:

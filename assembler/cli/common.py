@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from assembler.agent.options import BuildOptions
+from assembler.budgets import BudgetLimits
 from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
@@ -85,6 +86,38 @@ def agent_options(function: F) -> F:
     for option in reversed(options):
         function = option(function)
     return resource_options(function)
+
+
+EXIT_BUDGET = 3
+"""The exit code of a run stopped by a budget: the work is unfinished, but nothing
+failed (errors exit 1, usage errors 2)."""
+
+
+def budget_options(function: F) -> F:
+    """`--budget-usd` and `--budget-tokens`: override the manifest's `limits.budget`."""
+    options = [
+        click.option(
+            "--budget-usd",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Stop before spending more than this many US dollars (overrides "
+            "limits.budget.cost_usd).",
+        ),
+        click.option(
+            "--budget-tokens",
+            type=click.IntRange(min=1),
+            help="Stop before using more than this many tokens, input and output (overrides "
+            "limits.budget.tokens).",
+        ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def budget_limits(usd: float | None, tokens: int | None) -> BudgetLimits | None:
+    """What `--budget-usd` and `--budget-tokens` set (None: neither)."""
+    limits = BudgetLimits(cost_usd=usd, tokens=tokens)
+    return limits if limits else None
 
 
 def build_options(

@@ -17,11 +17,13 @@ from typing import Any
 
 import click
 
+from assembler.pricing import format_cost
 from assembler.runner.events import (
     Compacted,
     Diagnostic,
     ErrorEvent,
     Event,
+    ReasoningEvent,
     RunEnd,
     RunStart,
     SubagentEvent,
@@ -53,10 +55,17 @@ class EventPrinter:
     """
 
     def __init__(
-        self, *, color: bool | None = None, answer_only: bool = False, typed: bool = False
+        self,
+        *,
+        color: bool | None = None,
+        answer_only: bool = False,
+        typed: bool = False,
+        hide_reasoning: bool = False,
     ) -> None:
         self.color = color
         self.mid_line = False
+        self.hide_reasoning = hide_reasoning
+        self.thinking = False  # stderr ends mid-line in streamed reasoning
         self.answer_only = answer_only
         self.typed = typed
         """The agent declares `output:` (with `answer_only`, stdout gets the object as
@@ -73,6 +82,7 @@ class EventPrinter:
 
     def _err(self, text: str, fg: str | None = None, *, dim: bool = False) -> None:
         self._end_line()
+        self._end_thinking()
         click.secho(terminal_safe(text), err=True, fg=fg, dim=dim, color=self.color)
 
     def _out(self, text: str, *, nl: bool = True) -> None:
@@ -83,7 +93,21 @@ class EventPrinter:
             click.echo()
             self.mid_line = False
 
+    def _end_thinking(self) -> None:
+        if self.thinking:
+            click.echo(err=True)
+            self.thinking = False
+
     def show(self, event: Event) -> None:
+        if isinstance(event, ReasoningEvent):  # dimmed on stderr: never the answer
+            if not self.hide_reasoning and event.text:
+                self._end_line()
+                click.secho(
+                    terminal_safe(event.text), err=True, dim=True, nl=False, color=self.color
+                )
+                self.thinking = not event.text.endswith("\n")
+            return
+        self._end_thinking()
         if isinstance(event, TextDeltaEvent):
             if self.answer_only:
                 self.pending.append(event.text)
@@ -106,6 +130,8 @@ class EventPrinter:
                 # a person in a session reads it indented
                 indent = None if self.answer_only else 2
                 self._out(json.dumps(event.output, ensure_ascii=False, indent=indent))
+            if event.cost_usd is not None:  # a priced model: what the run cost
+                self._err(_spent(event), dim=True)
             if event.reason == "error" and event.message in self.errors:
                 return  # the error line above said it: each error is printed once
             if event.reason != "completed":
@@ -123,6 +149,15 @@ class EventPrinter:
             if activity is not None:
                 text, fg = activity
                 self._err(text, fg, dim=isinstance(event, SubagentEvent))
+
+
+def _spent(end: RunEnd) -> str:
+    """`cost $0.0123 · 12,345 tokens · 83% of input from the cache`."""
+    usage = end.usage
+    line = f"cost {format_cost(end.cost_usd or 0.0)} · {usage.input_tokens + usage.output_tokens:,} tokens"
+    if usage.cache_read_tokens:
+        line += f" · {end.cached_share():.0%} of input from the cache"
+    return line
 
 
 def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None] | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from assembler.cli.common import ask_trust
+from assembler.cli.common import EXIT_BUDGET, ask_trust, budget_limits, budget_options
 from assembler.cli.report import report_error
 from assembler.errors import UsageError
 from assembler.text import terminal_safe
@@ -56,6 +56,17 @@ if TYPE_CHECKING:
     metavar="OLD NEW",
     help="Compare two results files task by task instead of running.",
 )
+@budget_options
+@click.option(
+    "--total-budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Stop starting runs once the whole evaluation spent this many US dollars.",
+)
+@click.option(
+    "--total-budget-tokens",
+    type=click.IntRange(min=1),
+    help="Stop starting runs once the whole evaluation used this many tokens.",
+)
 def eval_command(
     file: Path | None,
     model: str | None,
@@ -67,12 +78,18 @@ def eval_command(
     scheduler: str | None,
     trust: bool,
     compare: tuple[Path, Path] | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    total_budget_usd: float | None,
+    total_budget_tokens: int | None,
 ) -> None:
     """Run FILE's tasks (a *.eval.yaml), each in a fresh copy of the workspace with a
     fresh agent, check the outcomes, and print pass rates.
 
-    Exit 0 when every run passed, 1 otherwise, 2 on usage errors, 130 when
-    interrupted (run it again with the same --out to resume).
+    Exit 0 when every run passed, 1 otherwise, 2 on usage errors, 3 when the
+    evaluation's budget left runs unstarted (status `budget`), 130 when interrupted
+    (run it again with the same --out to resume; so are runs left by a budget).
+    --budget-usd/--budget-tokens bound each run; --total-budget-usd/-tokens the whole.
     """
     try:
         if compare:
@@ -96,6 +113,8 @@ def eval_command(
             scheduler=scheduler,
             trust=True if trust else None,
             ask_trust=ask_trust,
+            budget=budget_limits(budget_usd, budget_tokens),
+            total_budget=budget_limits(total_budget_usd, total_budget_tokens),
         )
         code = _evaluate(file, options)
     except UsageError as e:
@@ -151,4 +170,6 @@ def _evaluate(file: Path, options: EvalOptions) -> int:
             err=True,
         )
         return 130
+    if any(record.status == "budget" for record in result.records):
+        return EXIT_BUDGET
     return 0 if result.passed else 1

@@ -59,8 +59,10 @@ class Interactive:
         max_turns: int | None,
         terminal: bool,
         approvals: bool,
+        hide_reasoning: bool = False,
     ) -> None:
         self.agent = agent
+        self.hide_reasoning = hide_reasoning
         self.as_json = as_json
         self.max_turns = max_turns
         self.terminal = terminal  # stdin is a terminal: read while the agent works
@@ -210,7 +212,13 @@ class Interactive:
             slash.error(f"not attached: {refused}")
         if attached.files:
             slash.note(f"(attached {', '.join(attached.files)})")
-        reason = await drive(self.agent, attached.text, self.as_json, self.max_turns)
+        reason = await drive(
+            self.agent,
+            attached.text,
+            self.as_json,
+            self.max_turns,
+            hide_reasoning=self.hide_reasoning,
+        )
         if reason != "completed":
             self.failed += 1
 

@@ -171,7 +171,7 @@ def render(
     workspace = str(loaded.workspace.resolve())
     snapshot = write_file is not None or check_file is not None
     output = (
-        _json(preview, workspace, portable=snapshot)
+        _json(preview, workspace, portable=snapshot, model=_model_of(loaded, model))
         if output_format == "json"
         else _text(preview, prompt_only)
     )
@@ -267,10 +267,29 @@ def _signature(schema: Any) -> str:
     return ", ".join(parts)
 
 
-def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
+def _model_of(manifest: Manifest, override: str | None) -> tuple[str | None, bool]:
+    """The provider the first request goes to (None: the user's default, not known
+    here) and whether `model.cache` is on."""
+    spec = manifest.model
+    cache = spec.cache if spec is not None else True
+    if override is not None:
+        return override.partition(":")[0], cache
+    return (spec.provider if spec is not None else None), cache
+
+
+def _json(
+    preview: Preview,
+    workspace: str,
+    *,
+    portable: bool = False,
+    model: tuple[str | None, bool] = (None, True),
+) -> str:
     """With `portable` (a snapshot), texts hold `{workspace}` before they are hashed and
-    counted, so the snapshot's hash matches its own prompt on every checkout."""
+    counted, so the snapshot's hash matches its own prompt on every checkout. `model`:
+    the provider and `model.cache`, for the cache plan."""
     import hashlib
+
+    from assembler.prompt.cache_plan import cache_plan
 
     def shown(text: str) -> str:
         return _portable(text, workspace) if portable else text
@@ -310,6 +329,11 @@ def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
         **({"parameters": dict(preview.parameters)} if preview.parameters is not None else {}),
         **({"output": preview.output} if preview.output is not None else {}),
         **({"first_message": shown(preview.first_message)} if preview.first_message else {}),
+        "cache_plan": cache_plan(
+            prompt,
+            ((tool.name, tool.description, tool.parameters) for tool in preview.tools),
+            *model,
+        ),
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 

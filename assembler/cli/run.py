@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 import click
 
 from assembler.cli.common import (
+    EXIT_BUDGET,
     agent_options,
     ask_trust,
+    budget_limits,
+    budget_options,
     build_options,
     echo_new_issues,
     enter_workspace,
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from assembler.runner.events import RunEnd
 
 OUTPUT_INVALID = "output_invalid"  # as `runner.answer.OUTPUT_INVALID` (not imported: start-up)
-EXIT_OUTPUT_INVALID = 3
+EXIT_OUTPUT_INVALID = 4  # 3 is a budget stop (EXIT_BUDGET)
 """The exit code of a run whose typed answer stayed invalid after every retry, so a
 pipeline tells "the agent could not answer in shape" from other failures (1)."""
 
@@ -65,6 +68,10 @@ MAX_PIPED_BYTES = 16 * 1024 * 1024
 @click.option(
     "--max-turns", type=click.IntRange(min=1), help="Model requests per prompt before stopping."
 )
+@click.option(
+    "--hide-reasoning", is_flag=True, help="Do not show the model's reasoning (shown dimmed)."
+)
+@budget_options
 @session_options
 @agent_options
 def run(
@@ -83,6 +90,9 @@ def run(
     param_pairs: tuple[str, ...],
     params_file: str | None,
     output_file: Path | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    hide_reasoning: bool,
     **resources: Any,
 ) -> None:
     """Run MANIFEST's agent (default: ./agent.yaml) on a prompt (-p), or interactively.
@@ -94,8 +104,11 @@ def run(
 
     A manifest with `task:` runs its task without -p, with the values of its
     `parameters` given by --param/--params. With `output:`, -p prints the typed answer
-    as one line of JSON on stdout (and nothing else); a run that ends without a valid
-    one exits 3.
+    as one line of JSON on stdout (and nothing else).
+
+    With -p (or a task), the exit code is 0 when the run completed, 3 when a budget
+    stopped it (limits.budget, --budget-usd, --budget-tokens), 4 when it ended without
+    a valid typed answer, and 1 otherwise.
     """
     from assembler.agent.build import build_agent
     from assembler.cli.turns import banner
@@ -129,25 +142,32 @@ def run(
         fork=fork_entry,
         permission_mode=permission_mode,
         params=params,
+        budget=budget_limits(budget_usd, budget_tokens),
     )
     agent = build_agent(shown.manifest, options)
     banner(agent, quiet=as_json, resumed=request.wanted)
     if not as_json:  # the build's diagnostics now, each once (JSON keeps them as events)
         echo_new_issues(agent.parts.pending_diagnostics(), shown.issues, manifest)
     if one_shot:
-        end = asyncio.run(_one_shot(agent, prompt, as_json, max_turns))
+        end = asyncio.run(_one_shot(agent, prompt, as_json, max_turns, hide_reasoning))
         if end is not None and end.typed and output_file is not None and end.output is not None:
             write_output(output_file, end.output)
+        if end is not None and end.reason == "budget":
+            sys.exit(EXIT_BUDGET)
         if end is None or end.reason != "completed":
             sys.exit(EXIT_OUTPUT_INVALID if end and end.reason == OUTPUT_INVALID else 1)
         return
-    code = asyncio.run(_interactive(agent, as_json, max_turns))
+    code = asyncio.run(_interactive(agent, as_json, max_turns, hide_reasoning))
     if code:
         sys.exit(code)
 
 
 async def _one_shot(
-    agent: Agent, prompt: str | None, as_json: bool, max_turns: int | None
+    agent: Agent,
+    prompt: str | None,
+    as_json: bool,
+    max_turns: int | None,
+    hide_reasoning: bool,
 ) -> RunEnd | None:
     """`-p` (or the manifest's task): nobody can answer an `ask` (it is a deny the
     model reads) unless `--permission-mode` decides asks. The run's end event."""
@@ -155,14 +175,24 @@ async def _one_shot(
 
     ends: list[RunEnd] = []
     try:
-        await drive(agent, prompt, as_json, max_turns, answer_only=True, ends=ends)
+        await drive(
+            agent,
+            prompt,
+            as_json,
+            max_turns,
+            answer_only=True,
+            ends=ends,
+            hide_reasoning=hide_reasoning,
+        )
         return ends[-1] if ends else None
     finally:
         await agent.aclose()
         session_note(agent, as_json)
 
 
-async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> int:
+async def _interactive(
+    agent: Agent, as_json: bool, max_turns: int | None, hide_reasoning: bool
+) -> int:
     from assembler.cli.interactive import Interactive
 
     terminal = _is_terminal(sys.stdin)
@@ -172,6 +202,7 @@ async def _interactive(agent: Agent, as_json: bool, max_turns: int | None) -> in
         max_turns=max_turns,
         terminal=terminal,
         approvals=terminal and not as_json and _is_terminal(sys.stderr),
+        hide_reasoning=hide_reasoning,
     )
     return await session.run()
 

@@ -29,10 +29,15 @@ async def drive(
     answer_only: bool = False,
     printer: EventPrinter | None = None,
     ends: list[RunEnd] | None = None,
+    hide_reasoning: bool = False,
 ) -> str:
     """Run `prompt` (the manifest's `task` when None), showing its events; the run's
     end reason ("error" if it never ended). The run's end event is added to `ends`."""
-    printer = printer or EventPrinter(answer_only=answer_only, typed=agent.io.output is not None)
+    printer = printer or EventPrinter(
+        answer_only=answer_only,
+        typed=agent.io.output is not None,
+        hide_reasoning=hide_reasoning,
+    )
     reason = "error"
     # -p on a terminal: a sign of life on stderr while the model (or a tool) works
     spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None

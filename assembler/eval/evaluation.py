@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Protocol
 
 from assembler.agent.team import TeamMember, load_team
+from assembler.budgets import BudgetLimits
 from assembler.errors import UsageError
 from assembler.eval.execute import run_task
 from assembler.eval.records import ResultsWriter, RunRecord
 from assembler.eval.replay_spec import child_scripts
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
+from assembler.messages import Usage
+from assembler.runner.budget import BudgetPot, BudgetStop
 from assembler.trust import ProjectCode, TrustDecision, replay_code
 
 DEFAULT_CONCURRENCY = 4
@@ -47,20 +50,25 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Runs in this process, on this event loop, with the manifest and its team of
-    sub-agents loaded once per evaluation."""
+    sub-agents loaded once per evaluation. Every run draws from `pot` (the evaluation's
+    budget) as it spends, so a run in flight stops when the evaluation's budget is."""
 
     def __init__(
         self,
         manifest: Manifest,
         team: TeamMember | None = None,
         trust: TrustDecision | None = None,
+        pot: BudgetPot | None = None,
     ) -> None:
         self.manifest = manifest
         self.team = team if team is not None else load_team(manifest)
         self.trust = trust
+        self.pot = pot
 
     async def run(self, request: RunRequest) -> RunRecord:
-        return await run_task(request, manifest=self.manifest, team=self.team, trust=self.trust)
+        return await run_task(
+            request, manifest=self.manifest, team=self.team, trust=self.trust, budget_pot=self.pot
+        )
 
     async def aclose(self) -> None:
         return None
@@ -81,14 +89,26 @@ async def drive(
     writer: ResultsWriter,
     progress: ProgressSink,
     tally: Tally | None = None,
+    pot: BudgetPot | None = None,
 ) -> None:
-    """Run every request, `concurrency` at a time, recording each as it finishes."""
+    """Run every request, `concurrency` at a time, recording each as it finishes.
+    With the evaluation's `pot`, a run is not started once the pot is spent: it is
+    recorded with status `budget`. An executor that does not draw from the pot itself
+    (Dask workers, in other processes) has each record charged to it when it arrives,
+    so there the evaluation's budget is checked between runs only."""
     tally = tally or Tally()
     queue: Iterator[RunRequest] = iter(runs)
+    charges = pot is not None and getattr(executor, "pot", None) is not pot
 
     async def lane() -> None:
         for request in queue:  # one shared iterator: each run is taken by one lane
-            record = await executor.run(request)
+            stop = pot.spent() if pot is not None else None
+            if stop is not None:
+                record = unscheduled(request, stop)
+            else:
+                record = await executor.run(request)
+                if charges and pot is not None:
+                    charge(pot, record)
             writer.write(record)
             tally.finished += 1
             progress.update(record)
@@ -112,16 +132,18 @@ async def evaluate(
     tally: Tally | None = None,
     team: TeamMember | None = None,
     trust: TrustDecision | None = None,
+    budget: BudgetLimits | None = None,
 ) -> None:
     """Run `runs` in process, or on the Dask cluster `scheduler` names, then close it;
     the results file is opened once the executor is ready. `team`: the manifest's
     sub-agent tree when the caller loaded it already (in process it is loaded once).
     `trust` is the decision for the agent tree (`assembler.agent.trusting.decide_trust`)
-    every task builds on."""
+    every task builds on. `budget`: what the whole evaluation may spend."""
     executor: Executor
     lanes = concurrency or DEFAULT_CONCURRENCY
+    pot = BudgetPot(budget, "evaluation") if budget else None
     if scheduler is None:
-        executor = LocalExecutor(manifest, team, trust)
+        executor = LocalExecutor(manifest, team, trust, pot)
     else:
         try:  # the optional `dask` extra, and heavy: imported only when asked for
             from assembler.eval.cluster import DaskExecutor
@@ -137,10 +159,41 @@ async def evaluate(
     try:
         writer.open()  # once there is somewhere to run: no empty file for a failed start
         await drive(
-            runs, executor, concurrency=lanes, writer=writer, progress=progress, tally=tally
+            runs,
+            executor,
+            concurrency=lanes,
+            writer=writer,
+            progress=progress,
+            tally=tally,
+            pot=pot,
         )
     finally:
         await executor.aclose()
+
+
+def unscheduled(request: RunRequest, stop: BudgetStop) -> RunRecord:
+    """The record of a run never started because the evaluation's budget is spent."""
+    return RunRecord(
+        eval=request.eval_name,
+        task=request.task.id,
+        repeat=request.repeat,
+        status="budget",
+        model=request.model or "",
+        reason="budget",
+        message=f"not run: {stop.message()}",
+        budget=stop.to_dict(),
+        metadata=request.task.metadata,
+    )
+
+
+def charge(pot: BudgetPot, record: RunRecord) -> None:
+    """Count a run done elsewhere (a Dask worker) against the evaluation's pot."""
+    usage = Usage(
+        input_tokens=int(record.usage.get("input_tokens", 0)),
+        output_tokens=int(record.usage.get("output_tokens", 0)),
+    )
+    pot.charge(usage, record.cost_usd or 0.0)
+    pot.tool_calls += sum(1 for call in record.tool_calls if call.outcome in ("ran", "error"))
 
 
 def default_out(spec: EvalSpec, now: datetime | None = None) -> Path:

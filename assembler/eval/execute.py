@@ -28,6 +28,7 @@ from assembler.agent.agent import Agent
 from assembler.agent.build import build_agent
 from assembler.agent.model_choice import default_label
 from assembler.agent.team import TeamMember, load_team
+from assembler.budgets import BudgetLimits
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
@@ -43,6 +44,7 @@ from assembler.eval.workspace import (
 from assembler.manifest.model import Manifest
 from assembler.regress.drive import drive, ends_interrupted
 from assembler.regress.replay import install
+from assembler.runner.budget import BudgetPot
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -166,6 +168,8 @@ class _Run:
             started=self.started,
             metadata=self.request.task.metadata,
             replay=self.replay.note() if self.replay is not None else "",
+            cost_usd=end.cost_usd if end is not None else None,
+            budget=end.budget if end is not None else None,
         )
 
 
@@ -176,6 +180,7 @@ async def run_task(
     worker: str = "local",
     team: TeamMember | None = None,
     trust: TrustDecision | None = None,
+    budget_pot: BudgetPot | None = None,
 ) -> RunRecord:
     """Run `request` in a fresh copy of its workspace and judge it.
 
@@ -184,13 +189,14 @@ async def run_task(
     from `request.manifest` (a Dask worker, for each run it is given). `trust`: the
     decision made for the whole agent tree before any task started; the agent is
     built on it (without it, the user's trust store decides, and nobody is asked).
+    `budget_pot`: the evaluation's pot, which the run draws from too (in process only).
     """
     run = _Run(request, worker, model=request.model or "")
     _sweep_once()
     scratch = scratch_directory()
     try:
         try:
-            await _attempt(run, scratch, manifest, team, trust)
+            await _attempt(run, scratch, manifest, team, trust, budget_pot=budget_pot)
         except TimeoutError:
             run.error = f"timed out after {request.timeout:g} s"
         except AssemblerError as e:
@@ -212,6 +218,8 @@ async def _attempt(
     manifest: Manifest | None,
     team: TeamMember | None,
     trust: TrustDecision | None,
+    *,
+    budget_pot: BudgetPot | None = None,
 ) -> None:
     """Copy, build, run (within the task's timeout), then check, timing each step."""
     request = run.request
@@ -235,7 +243,7 @@ async def _attempt(
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace, trust, run.replay)
+            agent = _build(request, team, workspace, trust, run.replay, budget_pot=budget_pot)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
@@ -299,10 +307,12 @@ def _build(
     workspace: Path,
     trust: TrustDecision | None,
     replay: ReplaySetup | None,
+    *,
+    budget_pot: BudgetPot | None = None,
 ) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
     the task's workspace moved there too; its code must be what `trust` covered; a
-    replay's provider as its model."""
+    replay's provider as its model; within the run's budget and the evaluation's pot."""
     team = rebase_team(team, team.manifest.workspace, workspace)
     agent = build_agent(
         team.manifest,
@@ -311,6 +321,8 @@ def _build(
         session_dir=request.session_dir / request.task.id,
         trust=trust,  # decided once, for the whole agent tree, before any task started
         team=team,
+        budget=BudgetLimits.from_mapping(request.budget) if request.budget else None,
+        budget_pot=budget_pot,
     )
     if replay is not None:
         install(agent, replay.provider)

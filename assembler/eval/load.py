@@ -29,7 +29,14 @@ from assembler.eval.spec import (
     EvalSpec,
     TaskSpec,
 )
-from assembler.eval.tasks import Report, build_task, check_problems, confined, resolve_model
+from assembler.eval.tasks import (
+    Report,
+    build_task,
+    check_problems,
+    confined,
+    read_budget,
+    resolve_model,
+)
 from assembler.manifest.model import Manifest
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.yaml_source import JsonPath, SourceMap, format_path, load_yaml_file
@@ -125,6 +132,9 @@ def validate_eval_file(
                 file, tasks_file, lambda m: report(("tasks_file",), m), roots
             )
             issues.extend(found)
+    total_budget = None
+    if not any(_under(p, "budget") for p in rejected):
+        total_budget = read_budget(data.get("budget"), report, ("budget",))
     if manifest is not None:
         _check_typed_tasks(manifest, tasks, data, report, from_file=tasks_file is not None)
     spec = None
@@ -137,6 +147,7 @@ def validate_eval_file(
             workspace=workspace.path,
             defaults=defaults,
             description=data.get("description", ""),
+            budget=total_budget,
         )
     return EvalReport(path, _sorted(issues, shown), spec, manifest)
 
@@ -208,6 +219,7 @@ def _defaults(raw: dict[str, Any], base: Path, report: Report) -> Defaults:
         max_turns=raw.get("max_turns"),
         timeout=float(raw.get("timeout", DEFAULT_TIMEOUT)),
         check_timeout=float(raw.get("check_timeout", DEFAULT_CHECK_TIMEOUT)),
+        budget=read_budget(raw.get("budget"), report, ("defaults", "budget")),
     )
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from assembler.agent.team import TeamMember, load_team
 from assembler.agent.trusting import decide_trust
+from assembler.budgets import BudgetLimits
 from assembler.errors import Issue
 from assembler.eval.evaluation import (
     ProgressSink,
@@ -66,6 +67,10 @@ class EvalOptions:
     scheduler: str | None = None
     trust: bool | None = None
     ask_trust: TrustPrompt | None = None
+    budget: BudgetLimits | None = None
+    """Each run's budget, over the eval file's (`--budget-usd/--budget-tokens`)."""
+    total_budget: BudgetLimits | None = None
+    """The whole evaluation's, over the eval file's `budget` (`--total-budget-*`)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class PreparedEvaluation:
     unreadable: int = 0
     """Lines of the results file that could not be read (skipped)."""
     warnings: tuple[Issue, ...] = ()
+    budget: BudgetLimits | None = None
+    """What the whole evaluation may spend (the file's `budget`, the options' over it)."""
 
     def start_note(self) -> str:
         """What is about to happen: `3 run(s); results in FILE`, or what is resumed."""
@@ -142,10 +149,13 @@ def prepare_evaluation(
             warn(issue)
     out = options.out or default_out(spec)
     runs = plan_runs(
-        spec, Selection(options.repeat, options.only, options.model), session_directory(out)
+        spec,
+        Selection(options.repeat, options.only, options.model, options.budget),
+        session_directory(out),
     )
     runs = with_default_model(runs, manifest)
-    check_models(runs, manifest)
+    total = BudgetLimits.from_mapping(spec.budget).overridden(options.total_budget)
+    check_models(runs, manifest, total)
     team = load_team(manifest)
     # one decision for the whole agent tree and the eval file's own choices (its check
     # commands, its tasks' replays), before any task starts; every task builds on it
@@ -168,6 +178,7 @@ def prepare_evaluation(
         todo=tuple(todo),
         unreadable=recorded.unreadable,
         warnings=report.issues,
+        budget=total or None,
     )
 
 
@@ -210,6 +221,7 @@ async def run_evaluation(
                 tally=tally,
                 team=prepared.team,
                 trust=prepared.trust,
+                budget=prepared.budget,
             )
     finally:
         writer.close()

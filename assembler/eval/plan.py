@@ -14,8 +14,10 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from assembler.agent.model_choice import check_model, default_label
+from assembler.budgets import BudgetLimits
 from assembler.errors import UsageError
 from assembler.eval.execute import model_label
 from assembler.eval.records import RunRecord
@@ -30,6 +32,8 @@ class Selection:
     repeat: int = 1
     only: tuple[str, ...] = ()
     model: str | None = None
+    budget: BudgetLimits | None = None
+    """`--budget-usd/--budget-tokens`: each run's budget, over the file's."""
 
 
 def plan_runs(spec: EvalSpec, selection: Selection, session_dir: Path) -> list[RunRequest]:
@@ -48,10 +52,23 @@ def plan_runs(spec: EvalSpec, selection: Selection, session_dir: Path) -> list[R
             max_turns=task.max_turns or defaults.max_turns,
             timeout=task.timeout or defaults.timeout,
             check_timeout=defaults.check_timeout,
+            budget=run_budget(defaults.budget, task.budget, selection.budget),
         )
         for task in tasks
         for repeat in range(1, selection.repeat + 1)
     ]
+
+
+def run_budget(
+    defaults: Mapping[str, Any] | None,
+    task: Mapping[str, Any] | None,
+    given: BudgetLimits | None,
+) -> dict[str, Any] | None:
+    """One run's budget: the file's defaults, the task's own over them, the command
+    line's over both, limit by limit (None: the agent's `limits.budget` alone)."""
+    limits = BudgetLimits.from_mapping(defaults).overridden(BudgetLimits.from_mapping(task))
+    limits = limits.overridden(given)
+    return limits.to_dict() if limits else None
 
 
 def select_tasks(tasks: Sequence[TaskSpec], only: Sequence[str]) -> list[TaskSpec]:
@@ -92,12 +109,13 @@ def pending(
     *,
     rerun_failed: bool = False,
 ) -> list[RunRequest]:
-    """The runs still to do: not recorded yet (or, with `rerun_failed`, recorded
-    without passing)."""
+    """The runs still to do: not recorded yet, or recorded as never started (status
+    `budget`); with `rerun_failed`, also those recorded without passing."""
     todo = []
     for run in runs:
         record = recorded.get(run.key)
-        if record is None or (rerun_failed and record.status != "passed"):
+        unrun = record is None or record.status == "budget"
+        if unrun or (rerun_failed and record is not None and record.status != "passed"):
             todo.append(run)
     return todo
 
@@ -136,12 +154,26 @@ def with_default_model(runs: Sequence[RunRequest], manifest: Manifest) -> list[R
     return [replace(run, model=label) if label and not run.model else run for run in runs]
 
 
-def check_models(runs: Iterable[RunRequest], manifest: Manifest) -> None:
+def check_models(
+    runs: Iterable[RunRequest], manifest: Manifest, total: BudgetLimits | None = None
+) -> None:
     """Each model the runs use can work (`provider:name`, a known provider, sensible
     options), checked once before any task: a mistake there would fail every task the
-    same way, so it is a usage error instead of one error record per run."""
+    same way, so it is a usage error instead of one error record per run. So is a
+    budget in dollars (a run's, the agent's or the whole evaluation's) on a model
+    without a known price."""
+    runs = list(runs)
+    dollars = manifest.limits.budget.cost_usd is not None or bool(total and total.cost_usd)
     for model in dict.fromkeys(run.model for run in runs):
-        check_model(manifest, model)
+        choice = check_model(manifest, model)
+        counted = dollars or any(
+            run.model == model and (run.budget or {}).get("cost_usd") for run in runs
+        )
+        if counted and choice.price is None:
+            raise UsageError(
+                f"a `cost_usd` budget needs the price of {choice.label}, which is not in the "
+                "price table: set the agent's `model.price`, or budget tokens instead"
+            )
 
 
 def parse_scheduler(text: str) -> str | int:

@@ -16,7 +16,7 @@ from assembler.eval.records import RunRecord
 from assembler.text import terminal_safe
 
 _BAR = 24
-_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "budget": "UNRUN"}
 
 
 class Progress:
@@ -25,7 +25,7 @@ class Progress:
         self.tty = stream.isatty() if tty is None else tty
         self.total = 0
         self.done = 0
-        self.counts = {"passed": 0, "failed": 0, "error": 0}
+        self.counts = {"passed": 0, "failed": 0, "error": 0, "budget": 0}
         self.started = time.monotonic()
         self._drawn = False
 

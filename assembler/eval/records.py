@@ -18,7 +18,8 @@ from typing import IO, Any, Literal
 from assembler.errors import UsageError
 from assembler.eval.checks import CallSummary, CheckResult
 
-Status = Literal["passed", "failed", "error"]
+Status = Literal["passed", "failed", "error", "budget"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "budget")
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -30,7 +31,10 @@ class RunRecord:
     `status`: `passed` (the run completed and every check passed), `failed` (a check
     failed, or the run stopped otherwise than completed: max turns, blocked), `error`
     (no outcome to judge: the agent could not be built, the model endpoint failed, the
-    run timed out, the worker died). `reason` is the run's own end reason.
+    run timed out, the worker died), `budget` (never started: the evaluation's budget
+    was spent). `reason` is the run's own end reason (`budget` for a run a budget
+    stopped, which is `failed`). `cost_usd`: what the run cost (None: no known price);
+    `budget`: the budget that stopped it (`budget`, `limit`, `used`, `scope`).
     """
 
     eval: str
@@ -57,6 +61,8 @@ class RunRecord:
     replay: str = ""
     """A replayed session's diagnosis: its first divergence, or that every request
     was as recorded (`assemble sessions to-test`)."""
+    cost_usd: float | None = None
+    budget: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -68,6 +74,8 @@ class RunRecord:
 
     def first_failure(self) -> str:
         """One line saying why the run did not pass."""
+        if self.status == "budget":
+            return self.message
         if self.error:
             return self.error
         for check in self.checks:
@@ -103,12 +111,14 @@ class RunRecord:
             "started": self.started,
             "metadata": dict(self.metadata),
             **({"replay": self.replay} if self.replay else {}),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "budget": None if self.budget is None else dict(self.budget),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
         status = data["status"]
-        if status not in ("passed", "failed", "error"):
+        if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         return cls(
             eval=str(data.get("eval", "")),
@@ -135,6 +145,8 @@ class RunRecord:
             started=str(data.get("started", "")),
             metadata=dict(data.get("metadata") or {}),
             replay=str(data.get("replay", "")),
+            cost_usd=None if data.get("cost_usd") is None else float(data["cost_usd"]),
+            budget=data.get("budget"),
         )
 
 

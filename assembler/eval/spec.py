@@ -145,9 +145,12 @@ class TaskSpec:
     replay: ReplaySpec | None = None
     start: str | None = None
     """A workspace start file (absolute): the task's workspace is rebuilt from it."""
+    budget: Mapping[str, Any] | None = None
+    """The task's own `budget` (`BudgetLimits.to_dict()` form), None: the defaults'."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "budget": None if self.budget is None else dict(self.budget),
             "id": self.id,
             "prompt": self.prompt,
             "params": None if self.params is None else dict(self.params),
@@ -180,6 +183,7 @@ class TaskSpec:
             metadata=dict(data.get("metadata") or {}),
             origin=str(data.get("origin", "")),
             params=None if data.get("params") is None else dict(data["params"]),
+            budget=data.get("budget"),
         )
 
 
@@ -189,6 +193,8 @@ class Defaults:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """Each task run's budget (`defaults.budget`), None: the agent's own."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,8 @@ class EvalSpec:
     workspace: Path | None = None
     defaults: Defaults = field(default_factory=Defaults)
     description: str = ""
+    budget: Mapping[str, Any] | None = None
+    """The whole evaluation's budget (`BudgetLimits.to_dict()` form)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,8 @@ class RunRequest:
     max_turns: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     check_timeout: float = DEFAULT_CHECK_TIMEOUT
+    budget: Mapping[str, Any] | None = None
+    """The run's budget over the agent's `limits.budget` (`BudgetLimits.to_dict()`)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -244,6 +254,7 @@ class RunRequest:
             "max_turns": self.max_turns,
             "timeout": self.timeout,
             "check_timeout": self.check_timeout,
+            "budget": None if self.budget is None else dict(self.budget),
         }
 
     @classmethod
@@ -260,4 +271,5 @@ class RunRequest:
             max_turns=data.get("max_turns"),
             timeout=float(data["timeout"]),
             check_timeout=float(data["check_timeout"]),
+            budget=data.get("budget"),
         )

@@ -1,9 +1,11 @@
-"""The summary table: pass rate per task and overall, turns, tokens, wall time.
+"""The summary table: pass rate per task and overall, turns, tokens, cost, wall time.
 
 Figures are per task over its recorded runs (repeats included): runs passed out of
 runs, the mean turns and tokens (input + output) of a run, and the median (p50) and
-95th percentile (p95, nearest rank) of a run's wall time. The overall row counts every
-run. The same numbers feed `--compare`.
+95th percentile (p95, nearest rank) of a run's wall time; when the model has a price,
+the cost of all the task's runs. The overall row counts every run. Runs never started
+because the evaluation's budget was spent count as runs that did not pass (`unrun`).
+The same numbers feed `--compare`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from assembler.eval.records import RunRecord
+from assembler.pricing import format_cost
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,10 @@ class TaskStats:
     tokens: float
     p50: float
     p95: float
+    cost: float | None = None
+    """US dollars of every run (None: no run had a known price)."""
+    unrun: int = 0
+    """Runs the evaluation's budget left unstarted (status `budget`)."""
 
     @property
     def rate(self) -> float:
@@ -43,6 +50,7 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 def stats(task: str, records: Sequence[RunRecord]) -> TaskStats:
     durations = [r.duration_s for r in records]
     count = len(records)
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
     return TaskStats(
         task=task,
         runs=count,
@@ -52,6 +60,8 @@ def stats(task: str, records: Sequence[RunRecord]) -> TaskStats:
         tokens=sum(r.tokens for r in records) / count if count else 0.0,
         p50=percentile(durations, 0.5),
         p95=percentile(durations, 0.95),
+        cost=sum(costs) if costs else None,
+        unrun=sum(1 for r in records if r.status == "budget"),
     )
 
 
@@ -78,35 +88,41 @@ def format_summary(records: Sequence[RunRecord], *, wall: float | None = None) -
     if not records:
         return "no runs recorded"
     rows, overall = summary_rows(records)
-    lines = format_table([_HEADERS, *(_row(s) for s in rows), _row(overall)], numeric=True)
+    priced = overall.cost is not None
+    headers = (*_HEADERS[:5], "cost", *_HEADERS[5:]) if priced else _HEADERS
+    table = [headers, *(_row(s, priced) for s in rows), _row(overall, priced)]
+    lines = format_table(table, numeric=True)
     total_in = sum(int(r.usage.get("input_tokens", 0)) for r in records)
     total_out = sum(int(r.usage.get("output_tokens", 0)) for r in records)
     total = (
         f"{len(records)} runs; {total_in + total_out:,} tokens ({total_in:,} in, {total_out:,} out)"
     )
+    if overall.cost is not None:
+        total += f"; cost {format_cost(overall.cost)}"
+    if overall.unrun:
+        total += f"; {overall.unrun} not run (the evaluation's budget was spent)"
     if wall is not None:
         total += f"; wall time {_seconds(wall)}"
     lines.append(total)
     failing = [r for r in records if r.status != "passed"]
     for record in failing[:20]:
-        label = "ERROR" if record.status == "error" else "FAIL"
+        label = {"error": "ERROR", "budget": "BUDGET"}.get(record.status, "FAIL")
         lines.append(f"{label} {record.task}#{record.repeat}: {_one_line(record.first_failure())}")
     if len(failing) > 20:
         lines.append(f"... and {len(failing) - 20} more runs that did not pass")
     return "\n".join(lines)
 
 
-def _row(s: TaskStats) -> tuple[str, ...]:
-    errors = f" ({s.errors} error{'s' if s.errors != 1 else ''})" if s.errors else ""
-    return (
-        s.task,
-        f"{s.passed}/{s.runs}{errors}",
-        f"{s.rate:.0%}",
-        f"{s.turns:.1f}",
-        f"{s.tokens:,.0f}",
-        _seconds(s.p50),
-        _seconds(s.p95),
-    )
+def _row(s: TaskStats, priced: bool = False) -> tuple[str, ...]:
+    notes = [f"{s.errors} error{'s' if s.errors != 1 else ''}"] if s.errors else []
+    if s.unrun:
+        notes.append(f"{s.unrun} unrun")
+    shown = f" ({', '.join(notes)})" if notes else ""
+    cells = [s.task, f"{s.passed}/{s.runs}{shown}", f"{s.rate:.0%}", f"{s.turns:.1f}"]
+    cells.append(f"{s.tokens:,.0f}")
+    if priced:
+        cells.append(format_cost(s.cost) if s.cost is not None else "-")
+    return (*cells, _seconds(s.p50), _seconds(s.p95))
 
 
 def format_table(rows: Sequence[tuple[str, ...]], *, numeric: bool = False) -> list[str]:

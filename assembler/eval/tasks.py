@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assembler.budgets import BudgetLimits
 from assembler.errors import ManifestError
 from assembler.eval.replay_spec import (
     resolve_check_files,
@@ -56,6 +57,18 @@ def confined(written: str, base: Path, roots: Sequence[Path], what: str) -> tupl
     if not inside:
         return file, f"the {what} {written} {OUTSIDE}"
     return file, ""
+
+
+def read_budget(raw: Any, report: Report, where: JsonPath) -> dict[str, Any] | None:
+    """A `budget` the schema accepted, as `BudgetLimits.to_dict()` (wall time in
+    seconds, plain data for a worker); a duration of no time is reported."""
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return BudgetLimits.from_mapping(raw).to_dict()
+    except ValueError as e:
+        report((*where, "wall_time"), str(e))
+        return None
 
 
 def resolve_model(model: str | None, base: Path, report: Report, where: JsonPath) -> str | None:
@@ -118,6 +131,7 @@ def build_task(
         messages=tuple(dict(m) for m in raw.get("messages") or ()),
         replay=resolve_replay(raw.get("replay"), base, report),
         start=resolve_start(raw.get("start"), base, report),
+        budget=read_budget(raw.get("budget"), report, ("budget",)),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assembler.budgets import BudgetLimits
 from assembler.errors import Issue, ManifestError
 from assembler.manifest.interpolate import interpolate
 from assembler.manifest.model import (
@@ -41,6 +42,7 @@ from assembler.manifest.model import (
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.schema_file import read_schema_file, schema_file_reference
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
+from assembler.pricing import Price
 from assembler.safe_read import FileRefused, read_small_text
 from assembler.sandbox.spec import SandboxSpec
 
@@ -123,7 +125,7 @@ class _ManifestBuilder:
             memory=self.memory(d.get("memory"), workspace),
             extensions=tuple(self.extension(e) for e in d.get("extensions", ())),
             prompt=self.prompt(d.get("prompt", {})),
-            limits=Limits(**d.get("limits", {})),
+            limits=self.limits(d.get("limits", {})),
             permissions=PermissionsSpec.from_data(d.get("permissions")),
             parameters=tuple(
                 ParameterSpec(name, spec) for name, spec in d.get("parameters", {}).items()
@@ -169,7 +171,23 @@ class _ManifestBuilder:
             options=raw.get("options", {}),
             base_url_template=base_url or None,
             tool_choice=ModelSpec.parse_tool_choice(raw.get("tool_choice")),
+            price=Price.from_mapping(raw["price"]) if "price" in raw else None,
+            cache=raw.get("cache", True),
+            thinking_budget=(raw.get("thinking") or {}).get("budget_tokens"),
+            reasoning_effort=raw.get("reasoning_effort"),
         )
+
+    def limits(self, raw: Mapping[str, Any]) -> Limits:
+        """`budget` becomes `BudgetLimits`; a duration the schema let through but that
+        is no time at all (`0s`) is left for the budget check to report, located."""
+        values = {k: v for k, v in raw.items() if k != "budget"}
+        try:
+            budget = BudgetLimits.from_mapping(raw.get("budget"))
+        except ValueError:
+            budget = BudgetLimits.from_mapping(
+                {k: v for k, v in raw["budget"].items() if k != "wall_time"}
+            )
+        return Limits(**values, budget=budget)
 
     def tools(self, raw: Mapping[str, Any] | None) -> ToolsSpec:
         if raw is None:

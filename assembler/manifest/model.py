@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from assembler.budgets import BudgetLimits
 from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
 from assembler.messages import ForcedTool, ToolChoice
+from assembler.pricing import Price
 from assembler.sandbox.spec import SandboxSpec
 
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
@@ -40,6 +42,14 @@ class ModelSpec:
     """`base_url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
     tool_choice: ToolChoice | None = None
     """`auto`, `required`, `none`, or `ForcedTool(name)`; None leaves it to the server."""
+    price: Price | None = None
+    """`model.price`: overrides the built-in price table."""
+    cache: bool = True
+    """`model.cache`: prompt-cache breakpoints on the Anthropic wire."""
+    thinking_budget: int | None = None
+    """`model.thinking.budget_tokens`: Anthropic extended thinking."""
+    reasoning_effort: str | None = None
+    """`model.reasoning_effort`: how hard a reasoning model thinks."""
 
     @property
     def label(self) -> str:
@@ -231,6 +241,7 @@ class Limits:
     compact_reserve: int = 16_384
     permission_timeout: float = 300.0
     max_agent_depth: int = 3
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,10 @@ def _min_items(checker: _Checker, least: Any, instance: Any, schema: Any) -> boo
     return not isinstance(instance, list) or len(instance) >= least
 
 
+def _min_properties(checker: _Checker, least: Any, instance: Any, schema: Any) -> bool:
+    return not isinstance(instance, dict) or len(instance) >= least
+
+
 def _max_items(checker: _Checker, most: Any, instance: Any, schema: Any) -> bool:
     return not isinstance(instance, list) or len(instance) <= most
 
@@ -286,6 +290,7 @@ _KEYWORDS: dict[str, Callable[[_Checker, Any, Any, Any], bool]] = {
     "maximum": _number(lambda value, bound: not value > bound),
     "minItems": _min_items,
     "minLength": _min_length,
+    "minProperties": _min_properties,
     "minimum": _number(lambda value, bound: not value < bound),
     "not": _not,
     "oneOf": _one_of,

@@ -186,7 +186,10 @@ def build_tool(tool: types.Tool, tool_set: MCPToolSet, connection: MCPConnection
 def _select(
     tool_set: MCPToolSet, offered: list[types.Tool], diagnostics: list[MCPDiagnostic]
 ) -> list[types.Tool]:
-    """The server's tools the set allows, in the server's order."""
+    """The server's tools the set allows, by name: one stable order whatever order the
+    server lists them in, so the tool schemas (the start of every request's prompt)
+    stay byte-identical between sessions and restarts, and the prompt cache holds."""
+    offered = sorted(offered, key=lambda tool: tool.name)
     if tool_set.allow is None:
         return offered
     allowed = set(tool_set.allow)

@@ -271,3 +271,19 @@ def sample_render(
     if not body.strip():
         return TemplateProblem(1, f"the {section} section renders empty; a section needs text")
     return None
+
+
+PER_TURN_SECTIONS = ("memory",)
+"""Sections whose text may change from one prompt to the next (this turn's memory):
+the prompt cache can hold what comes before them, not them."""
+
+
+def stable_length(prompt: str) -> int | None:
+    """How many leading characters of a rendered prompt stay the same from turn to
+    turn: everything before its per-turn section (the tail, when there is one); None
+    when it has none, so all of it is stable."""
+    for name in PER_TURN_SECTIONS:
+        index = prompt.rfind(f"\n\n## {name}\n")
+        if index >= 0:
+            return index
+    return None

@@ -30,11 +30,14 @@ from anthropic.types import (
     RawMessageDeltaEvent,
     RawMessageStartEvent,
     RawMessageStopEvent,
+    RedactedThinkingBlock,
+    SignatureDelta,
     TextBlock,
     TextBlockParam,
     TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
     ToolChoiceParam,
-    ToolParam,
     ToolResultBlockParam,
     ToolUseBlock,
     ToolUseBlockParam,
@@ -50,6 +53,7 @@ from assembler.messages import (
     ForcedTool,
     ModelRequest,
     ModelSettings,
+    ReasoningDelta,
     ResponseDone,
     StreamEvent,
     ToolCall,
@@ -69,6 +73,14 @@ from assembler.providers._common import (
     describe_status,
     error_detail,
     tool_call_from_raw,
+)
+from assembler.providers.anthropic_blocks import (
+    ThinkingBlocks,
+    mark_tail,
+    system_blocks,
+    thinking_config,
+    thinking_params,
+    tool_params,
 )
 from assembler.providers.endpoints import OFFICIAL_BASE_URLS, unreachable_hint
 from assembler.text import one_line
@@ -218,21 +230,27 @@ class AnthropicProvider(SDKProvider):
         """One request and its stream; a break while reading raises `StreamInterrupted`."""
         temperature, max_tokens, extra = self._sampling(request)
         max_tokens = max_tokens or DEFAULT_MAX_TOKENS
-        if temperature is not None:
-            extra.setdefault("temperature", temperature)
-        tools: list[ToolParam] = [
-            {"name": t.name, "description": t.description, "input_schema": to_plain(t.parameters)}
-            for t in request.tools
-        ]
         choice = self._tool_choice(request)
+        thinking = thinking_config(self._thinking_budget(request), max_tokens)
+        if thinking is not None:
+            _check_thinking_choice(self._name, choice)
+        elif temperature is not None:  # with thinking the API takes only its own
+            extra.setdefault("temperature", temperature)
+        cache = request.settings.cache and self.settings.cache
+        tools = tool_params(request, cache)
+        system = system_blocks(request, cache)
+        messages = _messages(request)
+        if cache:
+            mark_tail(messages, used=int(bool(tools)) + int(system is not None))
         try:
             stream = await self._client.messages.create(
                 model=request.model or self.model,
                 max_tokens=max_tokens,
-                system=request.system if request.system else omit,
-                messages=_messages(request),
+                system=system if system is not None else omit,
+                messages=messages,
                 tools=tools if tools else omit,
                 tool_choice=omit if choice is None else _tool_choice_param(choice),
+                thinking=thinking if thinking is not None else omit,
                 stream=True,
                 extra_body=extra or None,
             )
@@ -241,6 +259,7 @@ class AnthropicProvider(SDKProvider):
 
         text: list[str] = []
         tool_uses = _ToolUses(self._name)
+        thoughts = ThinkingBlocks()
         usage = _UsageFields()
         stop_reason = ""
         complete = False
@@ -256,6 +275,10 @@ class AnthropicProvider(SDKProvider):
                         elif isinstance(block, TextBlock) and block.text:
                             text.append(block.text)
                             yield TextDeltaEvent(block.text)
+                        elif isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+                            thought = thoughts.start(event.index, block)
+                            if thought:
+                                yield ReasoningDelta(thought)
                     elif isinstance(event, RawContentBlockDeltaEvent):
                         delta = event.delta
                         if isinstance(delta, TextDelta) and delta.text:
@@ -263,6 +286,10 @@ class AnthropicProvider(SDKProvider):
                             yield TextDeltaEvent(delta.text)
                         elif isinstance(delta, InputJSONDelta):
                             tool_uses.delta(event.index, delta.partial_json)
+                        elif isinstance(delta, ThinkingDelta | SignatureDelta):
+                            thought = thoughts.delta(event.index, delta)
+                            if thought:
+                                yield ReasoningDelta(thought)
                     elif isinstance(event, RawMessageDeltaEvent):
                         stop_reason = event.delta.stop_reason or stop_reason
                         usage.update(event.usage)
@@ -274,10 +301,16 @@ class AnthropicProvider(SDKProvider):
             raise StreamInterrupted("the stream ended before the response was complete")
 
         yield ResponseDone(
-            message=AssistantMessage(text="".join(text), tool_calls=tool_uses.calls()),
+            message=AssistantMessage(
+                text="".join(text), tool_calls=tool_uses.calls(), reasoning=thoughts.reasoning()
+            ),
             usage=usage.usage(),
             stop_reason=stop_reason,
         )
+
+    def _thinking_budget(self, request: ModelRequest) -> int | None:
+        """The request's own thinking budget, else the manifest's."""
+        return request.settings.thinking_budget or self.settings.thinking_budget
 
     def _error(self, e: anthropic.AnthropicError) -> ProviderError:
         """The error for a failed request: a context overflow has its own type."""
@@ -308,6 +341,21 @@ class AnthropicProvider(SDKProvider):
             said = f"cannot reach {shown}: {describe_cause(e)}"
             return f"{said} ({hint})" if hint else said
         return describe_cause(e)
+
+
+def _check_thinking_choice(name: str, choice: ToolChoice | None) -> None:
+    """Extended thinking works with `auto` and `none` only: the API refuses a forced
+    tool beside it, so say which setting to change instead of passing its 400 on."""
+    if choice is not None and choice not in ("auto", "none"):
+        raise ProviderError(
+            f"{name}: `model.thinking` cannot be combined with `tool_choice: "
+            f"{_choice_text(choice)}` (the Messages API allows only auto or none with "
+            "extended thinking)"
+        )
+
+
+def _choice_text(choice: ToolChoice) -> str:
+    return f"{{tool: {choice.name}}}" if isinstance(choice, ForcedTool) else str(choice)
 
 
 def _tool_choice_param(choice: ToolChoice) -> ToolChoiceParam:
@@ -347,6 +395,8 @@ def _messages(request: ModelRequest) -> list[MessageParam]:
                 result["is_error"] = True
             add("user", result)
         elif isinstance(message, AssistantMessage):
+            for thought in thinking_params(message.reasoning):  # first, and unchanged
+                add("assistant", thought)  # type: ignore[arg-type]
             if message.text:
                 add("assistant", {"type": "text", "text": message.text})
             for call in message.tool_calls:

@@ -47,6 +47,8 @@ from assembler.messages import (
     ModelRequest,
     ModelSettings,
     OutputRequest,
+    Reasoning,
+    ReasoningDelta,
     ResponseDone,
     StreamEvent,
     TextDelta,
@@ -198,6 +200,7 @@ class OpenAIChatProvider(SDKProvider):
             raise self._error(e) from e
 
         text: list[str] = []
+        thoughts: list[str] = []
         calls = _CallAssembler()
         usage = Usage()
         finish_reason = ""
@@ -208,6 +211,9 @@ class OpenAIChatProvider(SDKProvider):
                     chunks += 1
                     if chunk.usage is not None:
                         usage = _usage(chunk.usage)
+                    for thought in _reasoning(chunk):
+                        thoughts.append(thought)
+                        yield ReasoningDelta(thought)
                     for piece in _read_chunk(chunk, calls):
                         text.append(piece)
                         yield TextDelta(piece)
@@ -221,8 +227,11 @@ class OpenAIChatProvider(SDKProvider):
             )
         if not finish_reason:
             raise StreamInterrupted("the stream ended before the response was complete")
+        reasoning = (Reasoning(kind="text", text="".join(thoughts)),) if thoughts else ()
         yield ResponseDone(
-            message=AssistantMessage(text="".join(text), tool_calls=calls.calls()),
+            message=AssistantMessage(
+                text="".join(text), tool_calls=calls.calls(), reasoning=reasoning
+            ),
             usage=usage,
             stop_reason=finish_reason,
             output_via=("native" if native else "tool") if request.output is not None else "",
@@ -283,9 +292,15 @@ class OpenAIChatProvider(SDKProvider):
             temperature=omit if temperature is None else temperature,
             max_tokens=max_tokens if max_tokens and not self._official else omit,
             max_completion_tokens=max_tokens if max_tokens and self._official else omit,
+            reasoning_effort=self._reasoning_effort(request),
             extra_body=extra or None,
         )
         return stream
+
+    def _reasoning_effort(self, request: ModelRequest) -> Any:
+        """`model.reasoning_effort` (the request's own first), or nothing."""
+        effort = request.settings.reasoning_effort or self.settings.reasoning_effort
+        return effort if effort else omit
 
     def _error(self, e: openai.OpenAIError) -> ProviderError:
         """The error for a failed request: a context overflow has its own type."""
@@ -347,6 +362,26 @@ def _read_chunk(chunk: ChatCompletionChunk, calls: _CallAssembler) -> list[str]:
         pieces.extend(piece for piece in (delta.content, delta.refusal) if piece)
         calls.add(delta)
     return pieces
+
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where compatible servers stream a reasoning model's thinking: `reasoning_content`
+(llama.cpp's llama-server, DeepSeek, vLLM before 0.10) or `reasoning` (vLLM since,
+OpenRouter). Not part of OpenAI's own schema, so read from the delta's extra fields."""
+
+
+def _reasoning(chunk: ChatCompletionChunk) -> list[str]:
+    """The reasoning text of choice 0 in `chunk` (one field per chunk: a server that
+    sends both repeats itself)."""
+    for choice in chunk.choices:
+        if choice.index != 0:
+            continue
+        extra = choice.delta.model_extra or {}
+        for name in _REASONING_FIELDS:
+            value = extra.get(name)
+            if isinstance(value, str) and value:
+                return [value]
+    return []
 
 
 def _finish_reason(chunk: ChatCompletionChunk) -> str:

@@ -8,7 +8,8 @@ A script is a list of steps, each one assistant reply:
     - text: "It is a README."
 
 A step may also carry `id` (a label shown in errors), `usage`
-(`{input_tokens, output_tokens}`), and a tool call its own `id`; `arguments` given as a
+(`{input_tokens, output_tokens}`), `reasoning` (text streamed as the model's reasoning
+before the reply, never part of the answer), and a tool call its own `id`; `arguments` given as a
 string is taken as the model's raw text, so a script can replay malformed JSON.
 
 This module needs no event loop and no provider code, so `assemble validate` checks
@@ -32,7 +33,7 @@ from assembler.manifest.yaml_source import (
     load_yaml_text,
     read_manifest_text,
 )
-from assembler.messages import AssistantMessage, ToolCall, Usage, to_plain
+from assembler.messages import AssistantMessage, Reasoning, ToolCall, Usage, to_plain
 
 __all__ = ["ScriptStep", "Step", "load_script", "parse_steps"]
 
@@ -41,7 +42,7 @@ Step = Mapping[str, Any] | AssistantMessage | str
 
 EMPTY = "the script is empty"
 WHAT_A_SCRIPT_IS = "a script must be a list of steps (text / tool_calls)"
-_STEP_KEYS = ("text", "tool_calls", "id", "usage")
+_STEP_KEYS = ("text", "tool_calls", "id", "usage", "reasoning")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -139,6 +140,10 @@ def _parse_step(item: object, problem: Problem) -> ScriptStep:
     if not isinstance(text, str):
         problem("`text` must be a string", ("text",))
         text = ""
+    reasoning = item.get("reasoning", "")
+    if not isinstance(reasoning, str):
+        problem("`reasoning` must be a string", ("reasoning",))
+        reasoning = ""
     label = item.get("id", "")
     if not isinstance(label, str | int):
         problem("`id` must be a string", ("id",))
@@ -167,7 +172,9 @@ def _parse_step(item: object, problem: Problem) -> ScriptStep:
                 "(optionally cache_read_tokens, cache_write_tokens)",
                 ("usage",),
             )
-    return ScriptStep(AssistantMessage(text=text, tool_calls=tuple(calls)), str(label), usage)
+    thought = (Reasoning(kind="text", text=reasoning),) if reasoning else ()
+    message = AssistantMessage(text=text, tool_calls=tuple(calls), reasoning=thought)
+    return ScriptStep(message, str(label), usage)
 
 
 def _parse_call(raw: object, where: JsonPath, problem: Problem) -> ToolCall | None:

@@ -16,6 +16,7 @@ from assembler.errors import ProviderError
 from assembler.messages import (
     AssistantMessage,
     ModelRequest,
+    ReasoningDelta,
     ResponseDone,
     StreamEvent,
     TextDelta,
@@ -44,9 +45,14 @@ def split_text(text: str, parts: int = 3) -> list[str]:
 
 
 async def stream_reply(
-    message: AssistantMessage, usage: Usage | None = None, *, reply_number: int = 1
+    message: AssistantMessage,
+    usage: Usage | None = None,
+    *,
+    reply_number: int = 1,
+    stop_reason: str = "",
 ) -> AsyncIterator[StreamEvent]:
-    """Stream a finished reply like a provider: a few text deltas, then `ResponseDone`.
+    """Stream a finished reply like a provider: its reasoning, a few text deltas, then
+    `ResponseDone` (with `stop_reason`, else `tool_calls` or `stop`).
 
     Tool calls without an id get `call_<reply>_<n>`, so ids are unique and stable.
     """
@@ -54,10 +60,14 @@ async def stream_reply(
         call if call.id else replace(call, id=f"call_{reply_number}_{n}")
         for n, call in enumerate(message.tool_calls, start=1)
     )
+    for block in message.reasoning:
+        if block.text:
+            await asyncio.sleep(0)
+            yield ReasoningDelta(block.text)
     for piece in split_text(message.text):
         await asyncio.sleep(0)
         yield TextDelta(piece)
-    stop = "tool_calls" if calls else "stop"
+    stop = stop_reason or ("tool_calls" if calls else "stop")
     yield ResponseDone(
         message=replace(message, tool_calls=calls), usage=usage or Usage(), stop_reason=stop
     )

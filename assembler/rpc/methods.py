@@ -149,6 +149,7 @@ class AgentMethods:
             "status": "streaming" if state.streaming else "idle",
             "queued": {"steers": list(state.steers), "follow_ups": list(state.follow_ups)},
             "usage": usage_dict(state.usage),
+            "cost_usd": None if state.cost_usd is None else round(state.cost_usd, 6),
             "context": {"tokens": state.context_tokens, "window": state.context_window},
             "permission_mode": state.permission_mode,
         }

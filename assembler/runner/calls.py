@@ -18,12 +18,14 @@ from dataclasses import replace
 from assembler.frozen import thaw
 from assembler.messages import Message, ToolCall, ToolResultMessage
 from assembler.runner.answer import Answer
+from assembler.runner.budget import BudgetStop
 from assembler.runner.hooks import (
     CallDecision,
     PermissionCheck,
     ToolCallRecord,
     current_permission,
 )
+from assembler.runner.metering import Meter
 from assembler.runner.parts import RunnerParts
 from assembler.tools.base import ToolContext, ToolResult
 
@@ -41,6 +43,8 @@ class ToolCalls:
     permissions: PermissionCheck | None
     tool_context: ToolContext
     max_parallel_tools: int
+    meter: Meter
+    _budget_stop: BudgetStop | None
     _steers: deque[str]
     _answer: Answer | None
     """The typed answer of the run in progress (the `final_answer` calls go to it)."""
@@ -145,6 +149,11 @@ class ToolCalls:
                 details={"blocked_by": record.decision.blocked_by},
             )
             return record
+        stop = self.meter.start_tool_call()
+        if stop is not None:  # counted only when it would really run
+            self._budget_stop = self._budget_stop or stop
+            record.final = ToolResult(f"not run: {stop.message()}", is_error=True)
+            return record
         if self.parts.trace is not None:  # a run killed mid-tool still leaves this
             record.phase = "started"
             self.parts.trace(record)
@@ -153,7 +162,13 @@ class ToolCalls:
         try:
             # a copy of its own: a tool changing its arguments in place must not change
             # the proposal that the conversation and the audit trace record
-            context = replace(self.tool_context, call_id=call.id, emit=emit)
+            context = replace(
+                self.tool_context,
+                call_id=call.id,
+                emit=emit,
+                timeout=self.meter.tool_timeout(self.tool_context.timeout),
+                budget=self.meter.pot,
+            )
             raw = await tool.execute(thaw(call.arguments), context)
         except asyncio.CancelledError:
             raise

@@ -56,6 +56,18 @@ class TextDeltaEvent:
 
 
 @dataclass(frozen=True)
+class ReasoningEvent:
+    """A piece of the model's reasoning as it streams: shown dimmed (or hidden), sent to
+    clients as a thought, never part of the answer."""
+
+    kind: ClassVar[str] = "reasoning_delta"
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "text": self.text}
+
+
+@dataclass(frozen=True)
 class ToolCallProposed:
     """The model asked for a tool call (before any extension decided on it)."""
 
@@ -109,9 +121,17 @@ class ToolCallResult:
 
 @dataclass(frozen=True)
 class UsageEvent:
+    """The tokens of one response and of the runner so far, and what they cost (None:
+    the model has no known price)."""
+
     kind: ClassVar[str] = "usage"
     usage: Usage
     total: Usage
+    cost_usd: float | None = None
+    total_cost_usd: float | None = None
+    estimated_input_tokens: int | None = None
+    """What the runner estimated the request's input to be before sending it (the
+    budget check's figure; `usage.input_tokens` is the provider's count)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,7 +140,14 @@ class UsageEvent:
             "total": self.total.to_dict(),
             "total_input_tokens": self.total.input_tokens,
             "total_output_tokens": self.total.output_tokens,
+            "cost_usd": _cost(self.cost_usd),
+            "total_cost_usd": _cost(self.total_cost_usd),
+            "estimated_input_tokens": self.estimated_input_tokens,
         }
+
+
+def _cost(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 @dataclass(frozen=True)
@@ -164,10 +191,12 @@ class ErrorEvent:
 
 @dataclass(frozen=True)
 class RunEnd:
-    """The end of one prompt's run. `reason`: completed, max_turns, blocked,
+    """The end of one prompt's run. `reason`: completed, max_turns, blocked, budget,
     cancelled, error, or output_invalid (an agent with `output:` gave no valid answer
     after its retries); `text` is the final assistant text. `typed` says the agent
-    declares an `output`; `output` is then the accepted answer (None without one)."""
+    declares an `output`; `output` is then the accepted answer (None without one).
+    `cost_usd` is what the run cost (None: no known price); `budget` names the budget
+    that stopped it (`budget`, `limit`, `used`, `scope`), when one did."""
 
     kind: ClassVar[str] = "run_end"
     reason: str
@@ -178,6 +207,13 @@ class RunEnd:
     session_id: str = ""
     output: Any = None
     typed: bool = False
+    cost_usd: float | None = None
+    budget: Mapping[str, Any] | None = None
+
+    def cached_share(self) -> float:
+        """The share of the run's input tokens read from the prompt cache."""
+        usage = self.usage
+        return round(usage.cache_read_tokens / usage.input_tokens, 4) if usage.input_tokens else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,7 +224,10 @@ class RunEnd:
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "usage": self.usage.to_dict(),
+            "cached_input_share": self.cached_share(),
+            "cost_usd": _cost(self.cost_usd),
             "message": self.message,
+            **({"budget": dict(self.budget)} if self.budget is not None else {}),
             **({"session_id": self.session_id} if self.session_id else {}),
             **({"output": self.output} if self.typed else {}),
         }
@@ -256,6 +295,7 @@ Event = (
     RunStart
     | TurnStart
     | TextDeltaEvent
+    | ReasoningEvent
     | ToolCallProposed
     | ToolCallBlocked
     | ToolCallResult

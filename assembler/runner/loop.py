@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import replace
 
@@ -24,6 +24,7 @@ from assembler.messages import (
     Message,
     ModelRequest,
     ModelSettings,
+    ReasoningDelta,
     ResponseDone,
     TextDelta,
     Usage,
@@ -31,6 +32,7 @@ from assembler.messages import (
 )
 from assembler.providers.base import ModelProvider
 from assembler.runner.answer import OUTPUT_INVALID, Answer
+from assembler.runner.budget import BudgetStop
 from assembler.runner.calls import ToolCalls
 from assembler.runner.compaction import (
     DEFAULT_KEEP_TOKENS,
@@ -38,11 +40,13 @@ from assembler.runner.compaction import (
     summarise,
     summary_message,
 )
+from assembler.runner.cuts import cut_calls, larger_limit, was_cut
 from assembler.runner.events import (
     Compacted,
     Diagnostic,
     ErrorEvent,
     Event,
+    ReasoningEvent,
     RunEnd,
     RunStart,
     TextDeltaEvent,
@@ -57,6 +61,7 @@ from assembler.runner.events import (
 from assembler.runner.hooks import (
     PermissionCheck,
 )
+from assembler.runner.metering import BudgetExhausted, Meter
 from assembler.runner.parts import RunnerParts, RunRecorder
 from assembler.runner.progress import ToolProgress
 from assembler.tools.base import ToolContext, ToolResult
@@ -96,6 +101,9 @@ class AgentRunner(ToolCalls):
         endpoint: str = "",
         permissions: PermissionCheck | None = None,
         output: OutputContract | None = None,
+        meter: Meter | None = None,
+        stable_prefix: Callable[[str], int | None] | None = None,
+        max_output: int | None = None,
     ) -> None:
         self.provider = provider
         self.parts = parts
@@ -124,6 +132,19 @@ class AgentRunner(ToolCalls):
         self._answer: Answer | None = None
         self._steers: deque[str] = deque()
         self._follow_ups: deque[str] = deque()
+        self.meter = meter or Meter(context_window=context_window)
+        """Prices each response and keeps each run within its budgets."""
+        self.stable_prefix = stable_prefix
+        """How much of a system prompt stays the same every turn (a cache breakpoint)."""
+        self.max_output = max_output
+        """The model's longest reply, when known: the most a retry after a cut asks."""
+        self._budget_stop: BudgetStop | None = None
+        self._cost_of_last = 0.0
+
+    @property
+    def cost(self) -> float:
+        """What every response so far cost, in US dollars (0 without a known price)."""
+        return self.meter.cost
 
     @property
     def parts(self) -> RunnerParts:
@@ -165,10 +186,12 @@ class AgentRunner(ToolCalls):
         """Steers and follow-ups not delivered yet, in order."""
         return tuple(self._steers), tuple(self._follow_ups)
 
-    def _append(self, message: Message, usage: Usage | None = None) -> None:
+    def _append(
+        self, message: Message, usage: Usage | None = None, cost: float | None = None
+    ) -> None:
         self.messages.append(message)
         if self.recorder is not None:
-            self.recorder.message(message, usage)
+            self.recorder.message(message, usage, cost)
 
     def _deliver(self, queue: deque[str], source: str, *, one: bool = False) -> list[Event]:
         events: list[Event] = []
@@ -213,6 +236,7 @@ class AgentRunner(ToolCalls):
         self.messages = [summary_message(summary.text), *kept]  # a new list: see History
         self.context_tokens = 0
         self.usage = self.usage + summary.usage
+        self.meter.charge(summary.usage)
         if self.recorder is not None:
             self.recorder.compaction(summary.text, plan.cut, tokens_before, reason)
         return Compacted(reason, tokens_before, len(older), len(kept), summary.text, summary.usage)
@@ -236,6 +260,9 @@ class AgentRunner(ToolCalls):
     async def _run(self, prompt: str, limit: int) -> AsyncGenerator[Event, None]:
         answer = self._answer = Answer(self.output) if self.output is not None else None
         yield RunStart(prompt, self.label, self.endpoint)
+        self.meter.start_run()
+        self._budget_stop = None
+        start_cost = self.meter.cost
         await self.parts.hooks.on_run_start(prompt)
         self._append(UserMessage(prompt))
         for event in self._deliver(self._steers, "steer"):
@@ -245,6 +272,7 @@ class AgentRunner(ToolCalls):
         final_text = ""
         reason = "max_turns"
         note = f"stopped after {limit} turns (limits.max_turns); the task may be unfinished"
+        retried_cut = False
         try:
             while turn < limit:
                 turn += 1
@@ -253,14 +281,34 @@ class AgentRunner(ToolCalls):
                 async for event in self._compact_if_full():
                     yield event
                 done: ResponseDone | None = None
-                failure: ProviderError | None = None
-                async for item in self._respond():
-                    if isinstance(item, ResponseDone):
-                        done = item
-                    elif isinstance(item, ProviderError):
-                        failure = item
-                    else:
-                        yield item
+                failure: ProviderError | BudgetExhausted | None = None
+                wanted = None
+                while True:  # at most twice: once more after a reply cut inside a call
+                    async for item in self._respond(wanted):
+                        if isinstance(item, ResponseDone):
+                            done = item
+                        elif isinstance(item, ProviderError | BudgetExhausted):
+                            failure = item
+                        else:
+                            yield item
+                    if failure is not None or done is None or retried_cut or not was_cut(done):
+                        break
+                    retried_cut = True  # one retry per run: a model that keeps writing
+                    wanted = larger_limit(self.meter.last_max_tokens, self.max_output)
+                    if wanted is None:
+                        break
+                    self._charge(done)  # the cut reply was paid for all the same
+                    yield self._usage_event(done)
+                    yield Diagnostic(
+                        f"the reply was cut at max_tokens ({self.meter.last_max_tokens:,}) "
+                        f"inside a tool call, which was not run; asking again with {wanted:,}",
+                        "warning",
+                    )
+                    done = None
+                if isinstance(failure, BudgetExhausted):
+                    reason, note = "budget", str(failure)
+                    self._budget_stop = failure.stop
+                    break
                 if failure is not None:
                     # The model endpoint failed (after the SDK's own retries): the run
                     # ends, the conversation stays valid, the next prompt may succeed.
@@ -268,15 +316,28 @@ class AgentRunner(ToolCalls):
                     reason, note = "error", str(failure)
                     break
                 assert done is not None  # _request always ends with ResponseDone
+                if was_cut(done):  # still cut: the calls are answered, never run
+                    done = replace(done, message=cut_calls(done.message))
+                    yield Diagnostic(
+                        "the reply was cut at max_tokens inside a tool call; the call was not "
+                        "run, and the model is told to continue in smaller pieces",
+                        "warning",
+                    )
                 message = done.message
-                self._append(message, done.usage)
-                self.usage = self.usage + done.usage
-                self.context_tokens = done.usage.input_tokens
-                yield UsageEvent(done.usage, self.usage)
+                cost = self._charge(done)
+                while self.meter.notes:  # a prefix the prompt cache could not serve
+                    yield Diagnostic(self.meter.notes.pop(0), "warning")
+                self._append(message, done.usage, cost if self.meter.price else None)
+                yield self._usage_event(done, cost)
                 final_text = message.text or final_text
                 if not message.tool_calls:
                     await self.parts.hooks.on_turn_end(turn, message)
                     yield TurnEnd(turn, message, done.stop_reason)
+                    cut = self.meter.cut_by_budget(done.stop_reason)
+                    if cut is not None:  # the answer stops where the budget did
+                        self._budget_stop = cut
+                        reason, note = "budget", cut.message()
+                        break
                     pending = self._deliver(self._steers, "steer") or self._deliver(
                         self._follow_ups, "follow_up", one=True
                     )
@@ -318,6 +379,9 @@ class AgentRunner(ToolCalls):
                     break
                 for event in self._deliver(self._steers, "steer"):
                     yield event
+                if self._budget_stop is not None:
+                    reason, note = "budget", self._budget_stop.message()
+                    break
                 if consecutive_blocks >= self.max_consecutive_blocks:
                     reason = "blocked"
                     note = (
@@ -331,9 +395,17 @@ class AgentRunner(ToolCalls):
         finally:
             self._answer = None
         await self.parts.hooks.on_run_end(reason)
-        output = answer.value if answer is not None and answer.accepted else None
+        stop = self._budget_stop if reason == "budget" else None
         yield RunEnd(
-            reason, final_text, turn, self.usage, note, output=output, typed=answer is not None
+            reason,
+            final_text,
+            turn,
+            self.usage,
+            note,
+            cost_usd=self.meter.cost - start_cost if self.meter.price is not None else None,
+            budget=stop.to_dict() if stop is not None else None,
+            output=answer.value if answer is not None and answer.accepted else None,
+            typed=answer is not None,
         )
 
     def _ask_again(self, text: str | None) -> list[Event]:
@@ -342,6 +414,20 @@ class AgentRunner(ToolCalls):
             return []
         self._append(UserMessage(text))
         return [UserMessageDelivered("output_check", text)]
+
+    def _charge(self, done: ResponseDone) -> float:
+        """Add a response's usage to the totals; its cost (settled by `_request`)."""
+        self.usage = self.usage + done.usage
+        self.context_tokens = done.usage.input_tokens
+        return self._cost_of_last
+
+    def _usage_event(self, done: ResponseDone, cost: float | None = None) -> UsageEvent:
+        """The `UsageEvent` of a response: its usage, the totals, its cost and the total
+        (None without a price), and the input the meter estimated before sending it."""
+        costs: tuple[float | None, float | None] = (None, None)
+        if self.meter.price is not None:
+            costs = (self._cost_of_last if cost is None else cost), self.meter.cost
+        return UsageEvent(done.usage, self.usage, *costs, self.meter.last_estimate)
 
     async def _compact_if_full(self) -> AsyncIterator[Event]:
         """Compact before the request when reported usage nears the window; a failed
@@ -356,15 +442,25 @@ class AgentRunner(ToolCalls):
         if compacted is not None:
             yield compacted
 
-    async def _respond(self) -> AsyncIterator[Event | ResponseDone | ProviderError]:
+    async def _respond(
+        self, wanted: int | None = None
+    ) -> AsyncIterator[Event | ResponseDone | ProviderError | BudgetExhausted]:
         """One model response: its text as it streams, then the `ResponseDone`. When the
         provider says the request is too long, compact once and ask again. A failure is
         the last item, as the error it is (the run ends on it; the conversation stays
-        valid)."""
+        valid); so is a budget that leaves no room for the request."""
         for attempt in (1, 2):
             try:
-                async for piece in self._request():
-                    yield TextDeltaEvent(piece.text) if isinstance(piece, TextDelta) else piece
+                async for piece in self._request(wanted):
+                    if isinstance(piece, TextDelta):
+                        yield TextDeltaEvent(piece.text)
+                    elif isinstance(piece, ReasoningDelta):
+                        yield ReasoningEvent(piece.text)
+                    else:
+                        yield piece
+                return
+            except BudgetExhausted as e:
+                yield e
                 return
             except ContextOverflowError as e:
                 if attempt == 2:
@@ -383,7 +479,12 @@ class AgentRunner(ToolCalls):
                 yield e
                 return
 
-    async def _request(self) -> AsyncIterator[TextDelta | ResponseDone]:
+    async def _request(
+        self, wanted: int | None = None
+    ) -> AsyncIterator[TextDelta | ReasoningDelta | ResponseDone]:
+        """One request: built from this turn's prompt, tools and history, bounded by the
+        budgets (its reply limit lowered, a wall-time deadline on its stream), and its
+        usage priced when it is done."""
         system = self.current_system_prompt()
         messages = await self.parts.hooks.transform_context(self.messages)
         tools = self.parts.registry.schemas()
@@ -402,15 +503,32 @@ class AgentRunner(ToolCalls):
             tools=tools,
             settings=settings,
             output=output,
+            system_stable=self.stable_prefix(system) if self.stable_prefix is not None else None,
         )
+        request, reservation, raw_estimate = self.meter.prepare(request, wanted=wanted)
         if self.recorder is not None:
             self.recorder.request(system, request.tools)
         done = None
-        async for event in self.provider.stream(request):
-            if isinstance(event, ResponseDone):
-                done = event
-            yield event
+        left = self.meter.seconds_left()
+        try:
+            async with asyncio.timeout(left):
+                async for event in self.provider.stream(request):
+                    if isinstance(event, ResponseDone):
+                        done = event
+                        self._cost_of_last = self.meter.settle(
+                            reservation, event.usage, raw_estimate
+                        )
+                    yield event
+        except TimeoutError as e:
+            stop = self.meter.pot.out_of_time() if self.meter.pot is not None else None
+            if stop is None:
+                raise
+            raise BudgetExhausted(stop) from e
+        finally:
+            if reservation is not None and done is None:
+                reservation.release()
         if done is None:
+            self._cost_of_last = 0.0
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
 
 

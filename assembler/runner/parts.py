@@ -46,7 +46,9 @@ class RunRecorder(Protocol):
     runs: a session file records an assistant message with its tool calls before the
     tools execute, so a run killed mid-tool leaves a transcript that says so."""
 
-    def message(self, message: Message, usage: Usage | None) -> None: ...
+    def message(self, message: Message, usage: Usage | None, cost: float | None = None) -> None:
+        """`cost`: what the response cost in US dollars (None: no known price)."""
+        ...
 
     def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None: ...
 

@@ -21,6 +21,7 @@ from assembler.messages import (
     AssistantMessage,
     ContextMessage,
     Message,
+    Reasoning,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -32,11 +33,14 @@ from assembler.text import json_type_name
 def message_to_dict(msg: Message) -> dict[str, Any]:
     """The JSON object stored for one message; `role` says which type it is."""
     if isinstance(msg, AssistantMessage):
-        return {
+        data: dict[str, Any] = {
             "role": "assistant",
             "text": msg.text,
             "tool_calls": [tool_call_to_dict(call) for call in msg.tool_calls],
         }
+        if msg.reasoning:
+            data["reasoning"] = [reasoning_to_dict(block) for block in msg.reasoning]
+        return data
     if isinstance(msg, ToolResultMessage):
         return {
             "role": "tool",
@@ -67,9 +71,15 @@ def message_from_dict(data: object) -> Message:
             raise SessionError(
                 f"assistant message: 'tool_calls' must be a list, not {json_type_name(calls)}"
             )
+        reasoning = data.get("reasoning", [])
+        if not isinstance(reasoning, list):
+            raise SessionError(
+                f"assistant message: 'reasoning' must be a list, not {json_type_name(reasoning)}"
+            )
         return AssistantMessage(
             text=_str(data, "text", "assistant message", default=""),
             tool_calls=tuple(tool_call_from_dict(call) for call in calls),
+            reasoning=tuple(reasoning_from_dict(block) for block in reasoning),
         )
     if role == "tool":
         is_error = data.get("is_error", False)
@@ -114,6 +124,37 @@ def tool_call_from_dict(data: Any) -> ToolCall:
         arguments=None if arguments is None else dict(arguments),
         raw_arguments=_str(data, "raw_arguments", "tool call", default=""),
         arguments_error=_str(data, "arguments_error", "tool call", default=""),
+    )
+
+
+_REASONING_KINDS = ("thinking", "redacted_thinking", "text")
+
+
+def reasoning_to_dict(block: Reasoning) -> dict[str, Any]:
+    """One block of reasoning, byte for byte as the provider sent it (a thinking
+    block's `signature` must come back unchanged), empty fields left out."""
+    data: dict[str, Any] = {"kind": block.kind}
+    for key in ("text", "signature", "data"):
+        value = getattr(block, key)
+        if value:
+            data[key] = value
+    return data
+
+
+def reasoning_from_dict(data: Any) -> Reasoning:
+    """The reasoning block stored by `reasoning_to_dict`."""
+    if not isinstance(data, Mapping):
+        raise SessionError(f"a reasoning record must be a JSON object, not {json_type_name(data)}")
+    kind = data.get("kind")
+    if kind not in _REASONING_KINDS:
+        raise SessionError(
+            f"reasoning: unknown kind {kind!r} (expected thinking, redacted_thinking or text)"
+        )
+    return Reasoning(
+        kind=kind,
+        text=_str(data, "text", "reasoning", default=""),
+        signature=_str(data, "signature", "reasoning", default=""),
+        data=_str(data, "data", "reasoning", default=""),
     )
 
 

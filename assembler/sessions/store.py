@@ -167,13 +167,17 @@ class Session:
         msg: Message,
         *,
         usage: Usage | None = None,
+        cost: float | None = None,
         parent_id: str | _Default | None = LEAF,
         fsync: bool = False,
     ) -> Entry:
-        """Append a `message` entry (with the response's usage, when given)."""
+        """Append a `message` entry (with the response's usage and its cost in US
+        dollars, when given)."""
         payload: dict[str, Any] = {"message": message_to_dict(msg)}
         if usage is not None:
             payload["usage"] = usage_to_dict(usage)
+        if cost is not None:
+            payload["cost_usd"] = round(cost, 6)
         return self.append("message", payload, parent_id, fsync=fsync)
 
     def entries(self) -> list[Entry]:

@@ -111,7 +111,7 @@ class TracedHooks:
             await self.inner.on_run_end(reason)
         finally:
             if run is not None:
-                _end_run(run, reason, self.telemetry.content)
+                _end_run(run, reason, self.telemetry.content, self.telemetry.price is not None)
 
     async def on_turn_start(self, turn: int) -> None:
         await self.inner.on_turn_start(turn)
@@ -233,12 +233,20 @@ def _blocked(
     span.add_event(BLOCKED_EVENT, attributes)
 
 
-def _end_run(run: RunState, reason: str, with_content: bool) -> None:
+def _end_run(run: RunState, reason: str, with_content: bool, price_known: bool = False) -> None:
     span = run.span
     if span.is_recording():
         span.set_attribute("assembler.run.reason", reason)
         span.set_attribute("gen_ai.usage.input_tokens", run.usage.input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", run.usage.output_tokens)
+        if run.usage.cache_read_tokens:
+            span.set_attribute("gen_ai.usage.cache_read.input_tokens", run.usage.cache_read_tokens)
+        if run.usage.cache_write_tokens:
+            span.set_attribute(
+                "gen_ai.usage.cache_creation.input_tokens", run.usage.cache_write_tokens
+            )
+        if price_known:
+            span.set_attribute("assembler.usage.cost_usd", round(run.cost, 6))
         if with_content and run.answer:
             span.set_attribute("gen_ai.output.messages", text_messages("assistant", run.answer))
     if reason == "error":

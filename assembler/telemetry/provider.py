@@ -21,7 +21,12 @@ from assembler.telemetry.content import input_messages, output_messages, system_
 from assembler.telemetry.otel import SpanKind, fail, start
 from assembler.telemetry.state import AgentTelemetry
 
-__all__ = ["TracedProvider"]
+__all__ = ["COST_ATTRIBUTE", "TracedProvider"]
+
+COST_ATTRIBUTE = "assembler.usage.cost_usd"
+"""What a request (on `chat`) or a run (on `invoke_agent`) cost, in US dollars, from
+the model's price; absent when the price is unknown (GenAI conventions have no cost
+attribute yet)."""
 
 
 class TracedProvider:
@@ -97,10 +102,15 @@ class TracedProvider:
     def _done(self, span: Span, done: ResponseDone) -> None:
         usage = done.usage
         run = self.telemetry.run
+        price = self.telemetry.price
+        cost = price.cost(usage) if price is not None else None
         if run is not None:
             run.usage = run.usage + usage
+            run.cost += cost or 0.0
         if not span.is_recording():
             return
+        if cost is not None:
+            span.set_attribute(COST_ATTRIBUTE, round(cost, 6))
         span.set_attribute("gen_ai.response.finish_reasons", [done.stop_reason or "stop"])
         span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from assembler.messages import Usage
+from assembler.pricing import Price
 
 if TYPE_CHECKING:
     import asyncio
@@ -61,6 +62,7 @@ class RunState:
     context: Context
     task: asyncio.Task[Any] | None = None
     usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
     error_type: str = ""
     answer: str = ""
     seen: set[int] = field(default_factory=set)
@@ -84,6 +86,8 @@ class AgentTelemetry:
     run: RunState | None = None
     tracer: Tracer | None = None
     """Asked of the global tracer provider at the first run (`otel.tracer`)."""
+    price: Price | None = None
+    """The model's price: spans carry `assembler.usage.cost_usd` when it is known."""
 
     @classmethod
     def create(

@@ -44,7 +44,9 @@ class ToolContext:
     skill directories, since the prompt tells the model to read a skill's file before
     following it. While the runner executes a call, `call_id` is the call's id and
     `emit` sends events to the run's stream before the call ends (a sub-agent's work,
-    as `runner.events.SubagentEvent`s); None when nobody listens.
+    as `runner.events.SubagentEvent`s); None when nobody listens. `budget` is the run's
+    budget pot (`runner.budget.BudgetPot`), for a sub-agent to draw from; `timeout` then
+    ends no later than its wall-time deadline.
     `hidden` are regular expressions over rooted workspace paths (`/secrets/x`) that
     `grep`, `find` and `ls` leave out: the manifest's `read` deny rules
     (`assembler.permissions.hidden`). `guarded` are the agent's own files (manifests,
@@ -62,6 +64,7 @@ class ToolContext:
     call_id: str = ""
     emit: Callable[[object], None] | None = None
     read_roots: tuple[Path, ...] = ()
+    budget: object | None = None
     hidden: tuple[str, ...] = ()
     guarded: frozenset[Path] = frozenset()
     sandbox: Sandbox | None = None

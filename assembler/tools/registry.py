@@ -39,6 +39,7 @@ class ToolRegistry:
         self._extra_guidelines = tuple(guidelines)
         self._version = 0
         self._view: tuple[int, tuple[ToolEntry, ...], tuple[str, ...]] | None = None
+        self._schemas: tuple[int, tuple[ToolSchema, ...]] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -87,7 +88,14 @@ class ToolRegistry:
         return _SourceView(self._tools)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
-        return tuple(tool.schema() for tool in self._tools.values())
+        """The tools' schemas, the same tuple until the registry changes (so what is
+        derived from them, such as the budget's size estimate, is derived once)."""
+        cached = self._schemas
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        schemas = tuple(tool.schema() for tool in self._tools.values())
+        self._schemas = (self._version, schemas)
+        return schemas
 
     def prompt_view(self) -> tuple[tuple[ToolEntry, ...], tuple[str, ...]]:
         """Catalog entries and guidelines (trimmed, de-duplicated, tools' own first),

@@ -22,6 +22,7 @@ from assembler.errors import Issue, ManifestError, PromptContextError, Severity
 from assembler.manifest.yaml_source import JsonPath
 from assembler.providers.endpoints import BUILTIN_PROVIDERS
 from assembler.python_refs import check_source, resolve_definition, resolve_function
+from assembler.validation.budget_checks import check_budget
 from assembler.validation.context import (
     CheckContext,
     dir_state,
@@ -362,4 +363,5 @@ ALL_CHECKS: tuple[Callable[[CheckContext], Iterator[Issue]], ...] = (
     check_parameters,
     check_task,
     check_output,
+    check_budget,
 )

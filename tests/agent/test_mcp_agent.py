@@ -214,7 +214,7 @@ tools:
     )
 
     events = run_agent(path, model, "What is the state of the repository?")
-    assert [t.name for t in model.requests[0].tools] == ["git_status", "git_log"]
+    assert [t.name for t in model.requests[0].tools] == ["git_log", "git_status"]  # by name
     status, log = (e for e in events if isinstance(e, ToolCallResult))
     assert status.call.name == "git_status" and status.executed
     assert not status.is_error, status.content

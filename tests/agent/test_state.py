@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from assembler.agent import Agent, build_agent
 from assembler.messages import AssistantMessage, ToolResultMessage, UserMessage
 from assembler.testing import ScriptedModel, text
@@ -89,3 +91,23 @@ def test_a_fork_names_where_it_came_from_and_no_session_gives_no_entries(tmp_pat
     assert state.session is None and state.entry_ids is None and len(state.messages) == 2
     assert state.permission_mode == "default"
     asyncio.run(unrecorded.aclose())
+
+
+def test_the_state_carries_the_cost_when_the_price_is_known(tmp_path: Path) -> None:
+    from assembler.messages import Usage
+    from assembler.pricing import Price
+    from assembler.providers.scripted import ScriptStep
+
+    step = ScriptStep(AssistantMessage(text="Hi."), usage=Usage(1_000, 100))
+    unpriced = build(tmp_path, ScriptedModel([step]))
+    assert unpriced.state().cost_usd is None
+    asyncio.run(unpriced.aclose())
+    agent = build(tmp_path, ScriptedModel([step]), price=Price(input=3, output=15))
+
+    async def go() -> None:
+        async with agent:
+            async for _ in agent.stream("hi"):
+                pass
+
+    asyncio.run(go())
+    assert agent.state().cost_usd == pytest.approx(1_000 * 3e-6 + 100 * 15e-6)

@@ -557,3 +557,20 @@ def test_the_trust_question_lists_the_whole_team_at_once(tmp_path: Path) -> None
     (result,) = results(run(collect(agent, "go")))
     assert result.content == "code.py:1: x is never used."
     assert marker.read_text() == "ran"  # the child's extension ran, in the child
+
+
+def test_a_sub_agent_draws_from_its_parents_budget(tmp_path: Path) -> None:
+    """One pot for a run and everything it delegates: the lead's `tool_calls: 2` is
+    spent by its delegation and the reviewer's `read`, so a second delegation is not
+    run and the lead stops with reason `budget`."""
+    project(tmp_path, lead="limits: {budget: {tool_calls: 2}}\n")
+    lead_model = ScriptedModel([delegate(), delegate("Again."), text("unused")])
+    agent = build(tmp_path, lead_model)
+    events = run(collect(agent, "Get code.py reviewed twice."))
+    first, second = results(events)
+    assert first.executed and first.content == "code.py:1: x is never used."
+    assert not second.executed and "budget `tool_calls` is spent: used 2 of 2" in second.content
+    end = events[-1]
+    assert isinstance(end, RunEnd) and end.reason == "budget"
+    assert end.budget == {"budget": "tool_calls", "limit": 2, "used": 2, "scope": "run"}
+    assert lead_model.remaining  # the lead was not asked again after the stop

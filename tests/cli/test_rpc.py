@@ -62,6 +62,23 @@ def test_prompt_streams_events_then_the_result(shipping: Path) -> None:
     assert next(r for r in replies if r.get("id") == 4)["result"] == {"ok": True}
 
 
+def test_reasoning_streams_as_its_own_events(shipping: Path) -> None:
+    replies = rpc(
+        shipping,
+        [
+            {"id": 1, "method": "prompt", "params": {"text": "Think."}},
+            {"id": 2, "method": "shutdown"},
+        ],
+        "- reasoning: Weighing the options.\n  text: Done thinking.\n",
+    )
+    events = [r["event"] for r in replies if r.get("id") == 1 and "event" in r]
+    thought = "".join(e["text"] for e in events if e["type"] == "reasoning_delta")  # type: ignore[index,misc]
+    answer = "".join(e["text"] for e in events if e["type"] == "text_delta")  # type: ignore[index,misc]
+    assert (thought, answer) == ("Weighing the options.", "Done thinking.")
+    result = next(r for r in replies if r.get("id") == 1 and "result" in r)["result"]
+    assert result["text"] == "Done thinking."  # type: ignore[index]
+
+
 def test_bad_requests_get_errors_not_a_crash(shipping: Path) -> None:
     replies = rpc(
         shipping,

@@ -1,5 +1,5 @@
 """`assemble run` with a typed agent: `--param`/`--params`, the task without -p, the
-object alone on stdout, exit 3 when it stays invalid, `--output-file`; `render
+object alone on stdout, exit 4 when it stays invalid (3 is a budget stop), `--output-file`; `render
 --dry-run --param` and `schema --io`."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_an_answer_that_stays_invalid_exits_3(
     result = assemble(
         capsys, "run", str(agent), "--trust", "--no-session", "--param", "issue_url=u", "-p", "go"
     )  # fmt: skip
-    assert result.code == 3
+    assert result.code == 4
     assert result.out == ""
     assert (
         "run ended: output_invalid: no valid answer after 2 attempts: "

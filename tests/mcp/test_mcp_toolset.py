@@ -24,7 +24,7 @@ def test_server_used_by_two_sets_starts_once(tmp_path: Path) -> None:
         async with await connect_tool_sets(sets, tmp_path) as toolsets:
             assert list(toolsets.connections) == ["shared"]
             tools = {tool.name: tool for tool in toolsets.tools}
-            assert list(tools) == ["pid", "echo", "again_pid"]
+            assert list(tools) == ["echo", "pid", "again_pid"]  # by name within each set
             ctx = ToolContext(workspace=tmp_path)
             first = await tools["pid"].execute({}, ctx)
             second = await tools["again_pid"].execute({}, ctx)
@@ -124,3 +124,22 @@ def test_build_tool_uses_the_servers_description_and_schema(tmp_path: Path) -> N
     )
     assert bare.description == "Tool `ping` of the MCP server `fs`."
     assert bare.parameters == {"type": "object"}
+
+
+def test_tools_keep_one_order_whatever_order_the_server_lists_them_in() -> None:
+    """The tool schemas open every request: the same order from any listing keeps the
+    prompt's prefix byte-identical, so the provider's prompt cache holds."""
+    from assembler.mcp.toolset import _select
+
+    def tool(name: str) -> types.Tool:
+        return types.Tool(name=name, description=name, inputSchema={"type": "object"})
+
+    spec = MCPToolSet(MCPServerSpec(name="s", command="unused"))
+    listings = [["zeta", "alpha", "mid"], ["mid", "zeta", "alpha"], ["alpha", "mid", "zeta"]]
+    chosen = [[t.name for t in _select(spec, [tool(n) for n in names], [])] for names in listings]
+    assert chosen == [["alpha", "mid", "zeta"]] * 3
+    allowed = MCPToolSet(spec.server, allow=("zeta", "alpha"))
+    assert [t.name for t in _select(allowed, [tool("zeta"), tool("alpha")], [])] == [
+        "alpha",
+        "zeta",
+    ]

@@ -14,6 +14,7 @@ import pytest
 
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions import PermissionPolicy, parse_command_line
+from assembler.permissions.wrappers import SHELLS
 
 ALLOW_STATUS = PermissionsSpec(default="ask", allow=("bash(git status)",))
 
@@ -92,6 +93,13 @@ BYPASSES = [
     "watch rm x",
     "git status\x00; rm x",
     "/tmp/git status",
+    # a wrapper named by its path could be any program; an option it does not take
+    # (`timeout -9`) means the command after it is not known
+    "/usr/bin/timeout 5 git status",
+    "timeout -9 5 git status",
+    # wrappers seen through for deny rules only
+    "doas git status",
+    "coproc git status",
 ]
 
 
@@ -125,7 +133,8 @@ def test_a_deny_rule_sees_through_wrappers_and_nesting(workspace: Path, command:
     "command",
     ["bash -c 'rm x'", "sh -c 'rm -rf /'", "eval 'rm x'", "env FOO=1 rm x", "git status; rm x",
      "echo $(rm x)", "cat <(rm x)", "/bin/rm x", "\\rm x", "r''m x", "sudo -u root rm x",
-     "xargs rm", "find . -exec rm {} +", "trap 'rm x' EXIT", "timeout -s KILL 5 rm x"],
+     "xargs rm", "find . -exec rm {} +", "trap 'rm x' EXIT", "timeout -s KILL 5 rm x",
+     "coproc rm x", "timeout --signal=KILL 5 rm x", "sudo -En rm x", "watch -n 1 rm x", "bash -c -- 'rm x'"],
 )  # fmt: skip
 def test_a_deny_rule_denies_a_visible_command_anywhere(workspace: Path, command: str) -> None:
     spec = PermissionsSpec(default="allow", allow=("bash",), deny=("bash(rm *)",))
@@ -168,6 +177,10 @@ def test_what_the_parser_cannot_see_is_asked_not_allowed(workspace: Path, comman
         "time git status",
         "command git status",
         "nohup git status",
+        "command -p git status",
+        "nice -10 git status",
+        "nice -10 -- git status",
+        "nohup time -p git status",
         "git status # a comment",
         "git status &",
         "git status <<< input",
@@ -264,3 +277,95 @@ def test_a_newline_after_a_pipeline_starts_a_new_command() -> None:
     )
     decision = policy.decide("bash", {"command": "git status | git status\nrm x"}, None)
     assert decision.verdict == "ask"
+
+
+def _decide_under_deny(workspace: Path, deny: str, command: str) -> str:
+    spec = PermissionsSpec(default="allow", deny=(f"bash({deny})",))
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace)
+    return policy.decide("bash", {"command": command}, None).verdict
+
+
+def test_a_deny_rule_without_a_literal_first_word_is_tried_on_every_command(
+    workspace: Path,
+) -> None:
+    assert _decide_under_deny(workspace, "* --force", "git push --force") == "deny"
+
+
+def test_an_expansion_after_a_literal_view_is_still_checked_against_deny_rules(
+    workspace: Path,
+) -> None:
+    """`timeout -s $sig 5 echo hi` has a fully known inner view (`echo hi`): the
+    checker must go on to `rm $y`, which `rm -rf *` may match once `$y` is known."""
+    assert _decide_under_deny(workspace, "rm -rf *", "timeout -s $sig 5 echo hi; rm $y") == "ask"
+
+
+@pytest.mark.parametrize("command", ["$cmd -rf /", "$cmd"])
+def test_an_unknown_command_name_is_asked_about_under_a_deny_rule(
+    workspace: Path, command: str
+) -> None:
+    assert _decide_under_deny(workspace, "rm -rf *", command) == "ask"
+
+
+def test_a_deny_rule_that_cannot_match_the_expansion_lets_it_run(workspace: Path) -> None:
+    assert _decide_under_deny(workspace, "rm -rf *", "echo $y") == "allow"
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_every_shells_command_string_is_searched_for_denied_commands(
+    workspace: Path, shell: str
+) -> None:
+    assert _decide_under_deny(workspace, "rm *", f"{shell} -c 'rm x'") == "deny"
+
+
+@pytest.mark.parametrize("option", ["-o posix", "+o posix", "-O extglob", "+O extglob",
+                                    "--rcfile f", "--init-file f"])  # fmt: skip
+def test_a_shell_option_with_a_value_does_not_hide_the_command_string(
+    workspace: Path, option: str
+) -> None:
+    assert _decide_under_deny(workspace, "rm *", f"bash {option} -c 'rm x'") == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [". ./env; ls", "source ./env; ls", "alias ls=rm; ls", "hash -p /bin/rm ls; ls",
+     "enable -n echo; echo x"],
+)  # fmt: skip
+def test_a_line_that_changes_what_names_run_is_asked_under_a_deny_rule(
+    workspace: Path, command: str
+) -> None:
+    assert _decide_under_deny(workspace, "rm *", command) == "ask"
+
+
+def test_the_reason_names_the_wrapper_whose_options_are_not_understood(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(ALLOW_STATUS, workspace=workspace)
+    decision = policy.decide("bash", {"command": "sudo -Z git status"}, None)
+    assert "(`sudo` has options that are not understood)" in decision.reason
+
+
+def test_a_wrapper_with_nothing_to_run_is_not_denied(workspace: Path) -> None:
+    assert _decide_under_deny(workspace, "rm *", "timeout 5") == "allow"
+
+
+def test_a_rule_can_allow_running_a_named_script_with_bash(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask", allow=("bash(bash scripts/t.sh)",)), workspace=workspace
+    )
+    assert policy.decide("bash", {"command": "bash scripts/t.sh"}, None).verdict == "allow"
+
+
+def test_bash_given_dash_s_after_double_dash_is_asked_under_a_deny_rule(workspace: Path) -> None:
+    """The checker reads `bash -- -s` as reading commands from its input (bash would
+    run a file named `-s`): either way what runs is not on the line, so it is asked."""
+    assert _decide_under_deny(workspace, "rm *", "bash -- -s") == "ask"
+
+
+def test_bash_dash_c_with_no_string_is_asked_under_a_deny_rule(workspace: Path) -> None:
+    assert _decide_under_deny(workspace, "rm *", "bash -c") == "ask"
+
+
+def test_the_reason_names_the_shell_that_reads_commands_from_its_input(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(ALLOW_STATUS, workspace=workspace)
+    decision = policy.decide("bash", {"command": "bash -s"}, None)
+    assert decision.reason == (
+        "no rule can allow this line (`bash` runs commands read from its input); the default is ask"
+    )

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assembler.errors import PermissionRuleError
-from assembler.permissions.command_patterns import HOLE, compile_command_pattern
+from assembler.permissions.command_patterns import HOLE, compile_command_pattern, quote_word
 
 patterns = st.text(alphabet="ab *", min_size=1, max_size=7).filter(lambda p: p.strip())
 texts = st.text(alphabet="ab ", max_size=8)
@@ -110,3 +110,40 @@ def test_a_pattern_cannot_hold_a_nul() -> None:
 )  # fmt: skip
 def test_the_index_key_is_the_literal_first_word(pattern: str, key: str | None) -> None:
     assert compile_command_pattern(pattern).key == key
+
+
+def test_a_deny_rule_ending_in_star_sees_a_command_with_an_unknown_middle_word() -> None:
+    """`$remote` may be empty or any word: `git push $remote main` is a `git push`."""
+    assert compile_command_pattern("git push *").could_match(f"git push {HOLE} main")
+
+
+@pytest.mark.parametrize("pattern", ["", "   ", "\t"])
+def test_an_empty_command_pattern_is_refused(pattern: str) -> None:
+    with pytest.raises(PermissionRuleError, match="empty command pattern"):
+        compile_command_pattern(pattern)
+
+
+def test_a_trailing_backslash_is_a_rule_error_not_a_crash() -> None:
+    with pytest.raises(PermissionRuleError, match="backslash at the end"):
+        compile_command_pattern("echo \\")
+
+
+def test_an_escaped_double_quote_ends_a_word_inside_double_quotes() -> None:
+    assert compile_command_pattern('echo "a\\""').matches('echo a"')
+
+
+@pytest.mark.parametrize("word", ["it's", "a b", "''", "*", "$HOME"])
+def test_a_quoted_session_word_reads_back_as_itself(word: str) -> None:
+    """Session rules are written with `quote_word`: the rule must match that very word."""
+    pattern = compile_command_pattern(f"echo {quote_word(word)}")
+    assert pattern.matches(f"echo {word}")
+
+
+def test_a_word_made_only_of_escaped_characters_is_still_a_word() -> None:
+    pattern = compile_command_pattern("rm \\*")
+    assert (pattern.matches("rm *"), pattern.matches("rm")) == (True, False)
+
+
+def test_an_escaped_space_joins_two_words_into_one() -> None:
+    pattern = compile_command_pattern("echo a\\ b")
+    assert (pattern.matches("echo a b"), pattern.matches("echo a")) == (True, False)

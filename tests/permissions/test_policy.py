@@ -208,3 +208,105 @@ def test_malformed_rules_and_modes_are_errors(workspace: Path) -> None:
     policy = PermissionPolicy.from_spec(None, workspace=workspace)
     with pytest.raises(PermissionRuleError, match="empty pattern"):
         policy.with_session_rule("bash()")
+
+
+def test_an_mcp_rule_never_names_a_builtin_tool_of_the_same_name(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="allow", deny=("mcp:*/bash",)), workspace=workspace
+    )
+    assert policy.decide("bash", {"command": "ls"}, None).verdict == "allow"
+
+
+def _decide(workspace: Path, spec: PermissionsSpec, tool: str, arguments: dict[str, Any]) -> Any:
+    return PermissionPolicy.from_spec(spec, workspace=workspace).decide(tool, arguments, None)
+
+
+def test_the_reason_says_which_rule_decided_and_how(workspace: Path) -> None:
+    spec = PermissionsSpec(
+        default="ask", allow=("bash(git status)",), ask=("bash(git push *)",), deny=("bash(rm *)",)
+    )
+    reasons = [
+        _decide(workspace, spec, "bash", {"command": c}).reason
+        for c in ("git status", "git push", "rm x")
+    ]
+    assert reasons == [
+        "allowed by `bash(git status)`",
+        "needs approval under the rule `bash(git push *)`",
+        "denied by the rule `bash(rm *)`",
+    ]
+
+
+def test_the_reason_says_which_deny_rule_an_unseen_command_cannot_be_checked_against(
+    workspace: Path,
+) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(rm -rf *)",))
+    decision = _decide(workspace, spec, "bash", {"command": "rm $y"})
+    assert decision.reason == (
+        "cannot be checked against `bash(rm -rf *)`: "
+        "`bash(rm -rf *)` may match once the line's expansions are known"
+    )
+
+
+def test_without_a_deny_or_ask_rule_an_unseen_command_follows_the_default(
+    workspace: Path,
+) -> None:
+    spec = PermissionsSpec(default="allow", allow=("bash(git status)",))
+    assert _decide(workspace, spec, "bash", {"command": 'eval "$x"'}).verdict == "allow"
+
+
+def test_a_session_rule_for_a_directory_search_covers_the_tree(workspace: Path) -> None:
+    (workspace / "src" / "deep").mkdir(parents=True, exist_ok=True)
+    policy = PermissionPolicy.from_spec(PermissionsSpec(default="ask"), workspace=workspace)
+    rules = policy.session_rules_for("grep", {"path": "src", "pattern": "x"}, None)
+    allowed = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask", allow=rules), workspace=workspace
+    )
+    verdicts = [
+        allowed.decide("grep", {"path": p, "pattern": "x"}, None).verdict
+        for p in ("src", "src/deep", ".")
+    ]
+    assert verdicts == ["allow", "allow", "ask"]
+
+
+def test_an_ask_turned_into_a_deny_by_the_mode_says_the_mode_decided(workspace: Path) -> None:
+    policy = PermissionPolicy.from_spec(
+        PermissionsSpec(default="ask"), workspace=workspace, mode="deny-asks"
+    )
+    decision = policy.decide("bash", {"command": "ls"}, None)
+    assert (decision.verdict, decision.origin) == ("deny", "mode")
+
+
+def test_an_ask_rule_that_an_expansion_may_match_is_asked(workspace: Path) -> None:
+    spec = PermissionsSpec(default="allow", ask=("bash(rm -rf *)",))
+    assert _decide(workspace, spec, "bash", {"command": "rm $y"}).verdict == "ask"
+
+
+def test_the_reason_lists_three_rules_in_full(workspace: Path) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(a *)", "bash(b *)", "bash(c *)"))
+    reason = _decide(workspace, spec, "bash", {"command": 'eval "$x"'}).reason
+    assert reason.startswith("cannot be checked against `bash(a *)`, `bash(b *)`, `bash(c *)`: ")
+
+
+def test_a_deny_rule_on_a_file_denies_a_search_of_the_directory_holding_it(
+    workspace: Path,
+) -> None:
+    (workspace / "secrets").mkdir(exist_ok=True)
+    (workspace / "secrets" / "key").write_text("k")
+    spec = PermissionsSpec(default="allow", deny=("grep(secrets/key)",))
+    decision = _decide(workspace, spec, "grep", {"path": "secrets", "pattern": "x"})
+    assert decision.verdict == "deny"
+
+
+def test_bypass_still_denies_what_cannot_be_checked_against_a_deny_rule(workspace: Path) -> None:
+    spec = PermissionsSpec(default="ask", ask=("bash(git push *)",), deny=("bash(rm *)",))
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace, mode="bypass")
+    decision = policy.decide("bash", {"command": 'eval "$x"'}, None)
+    assert decision.verdict == "deny"
+    assert decision.reason.startswith("cannot be checked against `bash(rm *)`: ")
+    assert decision.reason.endswith("(permission mode `bypass` skips questions, not deny rules)")
+
+
+def test_bypass_skips_an_ask_rule_it_cannot_check(workspace: Path) -> None:
+    spec = PermissionsSpec(default="ask", ask=("bash(git push *)",))
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace, mode="bypass")
+    assert policy.decide("bash", {"command": 'eval "$x"'}, None).verdict == "allow"

@@ -153,16 +153,30 @@ def test_wire_request_of_a_multi_turn_exchange(anthropic_server: AnthropicServer
     assert body["max_tokens"] == 4096  # required by the API; the default when unset
     assert body["temperature"] == 0.3
     assert body["top_k"] == 5
-    assert body["system"] == "You are terse."
+    # prompt caching is on by default: breakpoints on the tools, the system prompt and
+    # the last block of the two latest user-side messages (four, the API's most)
+    ephemeral = {"type": "ephemeral"}
+    assert body["system"] == [
+        {"type": "text", "text": "You are terse.", "cache_control": ephemeral}
+    ]
     assert body["tools"] == [
-        {"name": "read", "description": "Read a file.", "input_schema": READ.parameters}
+        {
+            "name": "read",
+            "description": "Read a file.",
+            "input_schema": READ.parameters,
+            "cache_control": ephemeral,
+        }
     ]
     assert body["messages"] == [
         {
             "role": "user",
             "content": [
                 {"type": "text", "text": "Summarise a.txt and b.txt"},
-                {"type": "text", "text": "Memory: the user likes bullet points."},
+                {
+                    "type": "text",
+                    "text": "Memory: the user likes bullet points.",
+                    "cache_control": ephemeral,
+                },
             ],
         },
         {
@@ -183,7 +197,7 @@ def test_wire_request_of_a_multi_turn_exchange(anthropic_server: AnthropicServer
                     "content": "arguments are not valid JSON",
                     "is_error": True,
                 },
-                {"type": "text", "text": "Memory: keep it short."},
+                {"type": "text", "text": "Memory: keep it short.", "cache_control": ephemeral},
             ],
         },
     ]

@@ -77,7 +77,10 @@ def test_a_mapping_with_steps_is_accepted(tmp_path: Path) -> None:
     [
         ("a: 1\n", "a script must be a list of steps"),
         ("- 42\n", "step 1: must be a mapping with `text` and/or `tool_calls`"),
-        ("- {txt: hi}\n", "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage"),
+        (
+            "- {txt: hi}\n",
+            "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage, reasoning",
+        ),
         ("- {id: x}\n", "step 1: needs `text`, `tool_calls`, or both"),
         ("- {text: [1]}\n", "step 1: `text` must be a string"),
         ("- text: ok\n- {tool_calls: [{arguments: {}}]}\n", "step 2: a tool call needs a `name`"),

@@ -22,6 +22,7 @@ from opentelemetry.util._once import Once
 from wire.openai_server import OpenAIServer, stream
 
 from assembler.agent.build import build_agent
+from assembler.pricing import Price
 from assembler.runner.events import RunEnd
 from assembler.telemetry import otel_installed
 from assembler.testing import ScriptedModel, reply, text, tool_call
@@ -123,6 +124,7 @@ def test_a_run_is_one_invoke_agent_span_with_chat_and_execute_tool_children(
         "assembler.run.reason": "completed",
         "gen_ai.usage.input_tokens": 270,
         "gen_ai.usage.output_tokens": 16,
+        "gen_ai.usage.cache_read.input_tokens": 100,
     }
     for child in (*chats, tool):
         assert child.parent is not None
@@ -158,6 +160,23 @@ def test_a_run_is_one_invoke_agent_span_with_chat_and_execute_tool_children(
     assert chats[0].end_time <= tool.start_time
     assert tool.end_time is not None and chats[1].start_time is not None
     assert tool.end_time <= chats[1].start_time
+
+
+def test_cost_is_on_every_chat_span_and_the_run_when_the_price_is_known(
+    tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """$3 / $15 per million, cache reads at $0.30: the first request (120 in, 100 of
+    them cached, 7 out) costs 20 * 3 + 100 * 0.3 + 7 * 15 = 195 millionths of a dollar,
+    the second (150 in, 9 out) 585 millionths."""
+    price = Price(input=3, output=15, cache_read=0.3)
+    events, _ = run(project(tmp_path), tmp_path, price=price)
+    end = events[-1]
+    assert isinstance(end, RunEnd) and end.cost_usd == pytest.approx(780e-6)
+    spans = by_name(exporter)
+    chats = sorted(spans["chat replies.yaml"], key=lambda s: s.start_time or 0)
+    assert [attrs(c)["assembler.usage.cost_usd"] for c in chats] == [0.000195, 0.000585]
+    (agent,) = spans["invoke_agent notes-reader"]
+    assert attrs(agent)["assembler.usage.cost_usd"] == 0.00078
 
 
 @pytest.mark.parametrize(

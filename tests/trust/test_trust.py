@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -11,7 +12,14 @@ from clirun import assemble
 from assembler.agent.build import build_agent
 from assembler.errors import TrustError
 from assembler.testing import ScriptedModel, text
-from assembler.trust import TrustStore, check_trust
+from assembler.trust import (
+    ProjectCode,
+    TrustDecision,
+    TrustStore,
+    check_trust,
+    project_code,
+    require_trust,
+)
 from assembler.validation.load import load_manifest
 
 
@@ -229,3 +237,81 @@ def test_one_question_lists_the_code_below_the_directory_it_trusts(tmp_path: Pat
     assert asked == [
         (tmp_path.resolve(), ["extension file ext.py", "Python tool wsmod:helper (ws/wsmod.py)"])
     ]
+
+
+def _code_of(tmp_path: Path, body: str) -> list[str]:
+    (tmp_path / "agent.yaml").write_text(f"version: 1\nname: a\nidentity: Hi.\n{body}")
+    return [item.description for item in project_code(load_manifest(tmp_path / "agent.yaml"))]
+
+
+def test_the_question_names_the_variables_an_mcp_server_is_sent_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKEN", "t0ken")
+    code = _code_of(
+        tmp_path,
+        "tools:\n  sets:\n    - mcp:\n        url: https://mcp.example.net/x?k=${TOKEN}\n",
+    )
+    assert code == ["MCP server `sets[0]` sends ${TOKEN} to https://mcp.example.net/x"]
+
+
+def test_the_question_names_the_api_key_a_remote_model_endpoint_receives(tmp_path: Path) -> None:
+    code = _code_of(
+        tmp_path,
+        "model:\n  provider: openai\n  name: gpt-4o\n  base_url: https://models.example.net/v1\n"
+        "  api_key_env: MY_KEY\n",
+    )
+    assert code == ["model endpoint https://models.example.net/v1 receives your API key ($MY_KEY)"]
+
+
+def test_one_yes_covers_the_directories_below_it(tmp_path: Path) -> None:
+    """The answer is for this build only (nothing is stored): code in the manifest's
+    directory and in a workspace below it is still one question."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "wsmod.py").write_text("def helper(x: str) -> str:\n    return x\n")
+    (tmp_path / "ext.py").write_text("def setup(api, options):\n    pass\n")
+    (tmp_path / "agent.yaml").write_text(
+        "version: 1\nname: a\nidentity: Hi.\nworkspace: ws\n"
+        "tools:\n  sets:\n    - python: wsmod:helper\nextensions:\n  - path: ext.py\n"
+    )
+    code = [
+        ProjectCode("extension file ext.py", tmp_path.resolve()),
+        ProjectCode("Python tool wsmod:helper", (tmp_path / "ws").resolve()),
+    ]
+    asked: list[Path] = []
+
+    def ask(directory: Path, listing: list[str]) -> bool:
+        asked.append(directory)
+        return True
+
+    require_trust(code, None, ask)
+    assert asked == [tmp_path.resolve()]
+
+
+def test_trusting_creates_a_config_directory_that_does_not_exist_yet(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "new" / "config")
+    store.add(tmp_path)
+    assert store.is_trusted(tmp_path)
+
+
+def test_a_trust_decision_survives_the_trip_to_a_worker_process(tmp_path: Path) -> None:
+    decision = TrustDecision(frozenset({tmp_path / "agent.yaml"}), frozenset({"ab" * 32}), False)
+    assert TrustDecision.from_dict(decision.to_dict()) == decision
+
+
+def test_trusting_a_second_directory_keeps_the_first(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    store = TrustStore(tmp_path / "config")
+    store.add(tmp_path / "one")
+    store.add(tmp_path / "two")
+    assert store.is_trusted(tmp_path / "one") and store.is_trusted(tmp_path / "two")
+
+
+def test_a_trust_decision_fingerprints_the_code_it_covered(tmp_path: Path) -> None:
+    code_file = tmp_path / "ext.py"
+    code_file.write_text("x = 1\n")
+    decision = TrustDecision.of(
+        [tmp_path / "agent.yaml"], [ProjectCode("extension", tmp_path, (code_file,))], True
+    )
+    assert decision.digests == {hashlib.sha256(b"x = 1\n").hexdigest()}

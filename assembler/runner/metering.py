@@ -1,0 +1,166 @@
+"""The runner's meter: what each request may spend, and what it cost.
+
+`Meter` sits between the loop and the budget pots (`runner/budget.py`). Before a
+request it estimates the input (`runner/estimate.py`), reserves room in the run's pot
+and lowers the request's `max_tokens` to what the budgets (and the context window)
+leave; after it, it prices the reported usage and settles the reservation. It also
+gives tools a timeout that ends at the wall-time deadline. Without limits and without
+a price it only adds up usage, at the cost of one character count per request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from assembler.budgets import BudgetLimits
+from assembler.messages import ModelRequest, Usage
+from assembler.pricing import Price
+from assembler.runner.budget import BudgetPot, BudgetStop, Reservation
+from assembler.runner.cuts import CUT_REASONS
+from assembler.runner.estimate import Calibration
+from assembler.runner.prefix import PrefixWatch
+
+__all__ = ["MIN_REPLY", "BudgetExhausted", "Meter"]
+
+MIN_REPLY = 256
+"""The smallest reply worth asking for: a request that leaves less is not sent."""
+THINKING_MINIMUM = 1024
+"""Anthropic's smallest `budget_tokens`: a thinking request needs this much more."""
+UNKNOWN_REPLY = 8192
+"""The reply a budget holds room for when neither the manifest nor the model table
+gives a limit: the whole budget held for one reply would starve every other request
+drawing from the same pot (sub-agents, an evaluation's runs side by side)."""
+_UNLIMITED = 1 << 40
+
+
+def _counts_spending(pot: BudgetPot) -> bool:
+    return any(p.limits.tokens is not None or p.limits.cost_usd is not None for p in pot.chain())
+
+
+class BudgetExhausted(Exception):
+    """A budget stops the run (raised inside the loop, never out of it)."""
+
+    def __init__(self, stop: BudgetStop) -> None:
+        super().__init__(stop.message())
+        self.stop = stop
+
+
+class Meter:
+    """Prices and bounds one runner's requests; `pot` is the current run's."""
+
+    def __init__(
+        self,
+        *,
+        limits: BudgetLimits | None = None,
+        price: Price | None = None,
+        parent: BudgetPot | None = None,
+        context_window: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limits = limits or BudgetLimits()
+        self.price = price
+        self.parent = parent
+        self.context_window = context_window
+        self.clock = clock
+        self.pot: BudgetPot | None = None
+        self.calibration = Calibration()
+        self.cost = 0.0
+        """What every response so far cost (0 without a price)."""
+        self.last_input = 0
+        """Input tokens the latest response reported: a likely cached prefix."""
+        self.last_max_tokens: int | None = None
+        """The reply limit sent with the latest request."""
+        self.last_capped: BudgetStop | None = None
+        """The budget that lowered the latest request's reply limit, if one did."""
+        self.last_estimate: int | None = None
+        """The (calibrated) input estimate of the latest request."""
+        self.prefix = PrefixWatch()
+        self.notes: list[str] = []
+        """Warnings for the user (a prefix the cache cannot serve), taken by the loop."""
+
+    def start_run(self) -> BudgetPot:
+        """A new pot for a run (drawing from the parent's, when there is one)."""
+        if self.parent is not None:
+            self.pot = self.parent.child(self.limits, "run")
+        else:
+            self.pot = BudgetPot(self.limits, "run", clock=self.clock)
+        return self.pot
+
+    def prepare(
+        self, request: ModelRequest, *, wanted: int | None = None
+    ) -> tuple[ModelRequest, Reservation | None, int]:
+        """`request` with its `max_tokens` lowered to what budgets and the context
+        window leave, its reservation, and the raw input estimate; `BudgetExhausted`
+        when not even a minimal reply fits. `wanted` asks for a larger reply than the
+        settings (a retry after a cut)."""
+        raw, estimate = self.calibration.estimate(request)
+        self.last_estimate = estimate
+        note = self.prefix.check(request)
+        if note is not None:
+            self.notes.append(note)
+        settings = request.settings
+        asked = wanted or settings.max_tokens
+        # without a limit of its own, a request gets one only when a budget counts it
+        # (the server's default otherwise: it may be below the context window's room)
+        bounded = bool(asked) or (self.pot is not None and _counts_spending(self.pot))
+        limit = asked or (UNKNOWN_REPLY if bounded else _UNLIMITED)
+        room = (self.context_window or 0) - estimate
+        if bounded and room >= MIN_REPLY:
+            limit = min(limit, room)
+        minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
+        reservation: Reservation | None = None
+        self.last_capped = None
+        if self.pot is not None:
+            held = self.pot.reserve(
+                estimate, self.price, wanted=limit, minimum=minimum, cached=self.last_input
+            )
+            if isinstance(held, BudgetStop):
+                raise BudgetExhausted(held)
+            reservation = held
+            limit = held.tokens - estimate
+            self.last_capped = held.capped
+        max_tokens = limit if bounded else None
+        self.last_max_tokens = max_tokens
+        if max_tokens != settings.max_tokens:
+            request = replace(request, settings=replace(settings, max_tokens=max_tokens))
+        return request, reservation, raw
+
+    def settle(self, reservation: Reservation | None, usage: Usage, raw_estimate: int) -> float:
+        """Price `usage`, release the reservation, learn from the reported input."""
+        if reservation is not None:
+            cost = reservation.settle(usage)
+        else:
+            cost = self.price.cost(usage) if self.price is not None else 0.0
+        self.cost += cost
+        self.calibration.learn(raw_estimate, usage.input_tokens)
+        if usage.input_tokens:
+            self.last_input = usage.input_tokens
+        return cost
+
+    def charge(self, usage: Usage) -> float:
+        """Price and count spending that had no reservation (a compaction summary)."""
+        cost = self.price.cost(usage) if self.price is not None else 0.0
+        self.cost += cost
+        if self.pot is not None:
+            self.pot.charge(usage, cost)
+        return cost
+
+    def cut_by_budget(self, stop_reason: str) -> BudgetStop | None:
+        """The budget that cut the latest reply: it stopped at a `max_tokens` that a
+        budget had lowered (the answer is incomplete because the budget is spent)."""
+        if self.last_capped is None or self.pot is None or stop_reason not in CUT_REASONS:
+            return None
+        return self.pot.used(self.last_capped)
+
+    def seconds_left(self) -> float | None:
+        return self.pot.seconds_left() if self.pot is not None else None
+
+    def tool_timeout(self, timeout: float) -> float:
+        """A tool's timeout, ending no later than the wall-time deadline."""
+        left = self.seconds_left()
+        return timeout if left is None else max(0.001, min(timeout, left))
+
+    def start_tool_call(self) -> BudgetStop | None:
+        return self.pot.start_tool_call() if self.pot is not None else None
