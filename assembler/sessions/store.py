@@ -98,11 +98,8 @@ LEAF: Final = _Default.LEAF
 
 
 class Session:
-    """One open session file. Cheap to keep: it holds no descriptor between writes.
-
-    Each append opens the file anew, so nothing needs closing and another process
-    may append to the same file.
-    """
+    """One open session file. Cheap to keep: it holds no descriptor between writes (each
+    append opens the file anew, so nothing needs closing and others may append too)."""
 
     def __init__(self, path: Path, header: Mapping[str, Any], leaf: str | None = None) -> None:
         self.path = path
@@ -256,11 +253,9 @@ class Session:
     # -- what a run writes besides its messages (docs/sessions.md has the fields) ----
 
     def append_run_start(self, prompt: str, *, params: Mapping[str, Any] | None = None) -> Entry:
-        """The start of one prompt's run; `params`: the values of the agent's
-        parameters it runs with (an agent without parameters records none)."""
+        """The start of one prompt's run, with the values of the agent's `parameters`."""
         event: dict[str, Any] = {"type": "run_start", "prompt": prompt}
-        if params is not None:
-            event["params"] = dict(params)
+        event.update({"params": dict(params)} if params is not None else {})
         return self.append("event", {"event": event})
 
     def append_run_end(
