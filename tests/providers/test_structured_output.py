@@ -217,8 +217,14 @@ def test_anthropic_gets_the_tool_forced() -> None:
         )
         body: dict[str, Any] = server.bodies[0]
     assert body["tool_choice"] == {"type": "tool", "name": "final_answer"}
+    # the last tool carries the tools' prompt-cache breakpoint (issue 23)
     assert body["tools"] == [
-        {"name": "final_answer", "description": contract.description, "input_schema": TRIAGE}
+        {
+            "name": "final_answer",
+            "description": contract.description,
+            "input_schema": TRIAGE,
+            "cache_control": {"type": "ephemeral"},
+        }
     ]
     assert "output_config" not in body
     (call,) = outcome.done.message.tool_calls
