@@ -11,7 +11,7 @@ catch one branch to tell "fix your manifest" from "the model endpoint is down".
     AssemblerError
     ├── UsageError: ManifestError, PromptContextError, TemplateError
     │               (TemplateSecurityError), PermissionRuleError, ParameterError, TrustError,
-    │               MissingCredentialsError*, ConfigurationError*
+    │               SandboxError, MissingCredentialsError*, ConfigurationError*
     │               (UnknownProviderError*), MissingExtraError
     └── RunError:   ProviderError (ContextOverflowError), ToolError, ExtensionError,
                     MCPError, SessionError, MemoryStoreError, RenderError
@@ -200,8 +200,24 @@ class TrustError(UsageError):
     """Project code would run in a directory the user has not trusted."""
 
 
+class SandboxError(UsageError):
+    """The manifest asks for a sandbox this machine cannot give (no Landlock, no
+    seccomp, not Linux); the message names what is missing and the line that runs
+    the agent unconfined instead."""
+
+
 class SessionError(RunError):
     """A session file cannot be read or written."""
+
+
+class ConversionError(UsageError):
+    """A session cannot be turned into a test as asked (`assemble sessions to-test`):
+    its workspace cannot be rebuilt, its manifest is gone, the output exists, ..."""
+
+
+class ReplayDivergence(ProviderError):
+    """A replayed run sent the model something other than the session recorded; the
+    message locates the first difference (`turn 3: section `tools` changed: ...`)."""
 
 
 class MemoryStoreError(RunError):

@@ -40,6 +40,7 @@ from assembler.python_source import (
     parsed_module,
     source_cache,
 )
+from assembler.stamped import StampedCache, module_search_paths
 
 __all__ = [
     "MAX_CACHED_FILES",
@@ -53,6 +54,7 @@ __all__ = [
     "import_located",
     "import_module",
     "locate_module",
+    "location_cache",
     "parse_expression",
     "parse_source",
     "parsed_module",
@@ -105,7 +107,29 @@ class ModuleLocation:
         return bool(self.roots)
 
 
+_LOCATIONS: StampedCache[ModuleLocation] = StampedCache()
+
+
 def locate_module(module: str, roots: Sequence[Path], *, _hops: int = 0) -> ModuleLocation:
+    """`_find_location`, looked up once per module and reused while the directories
+    searched and the files found stat the same (`assembler.stamped`)."""
+    if _hops:  # a module found through another's import: its own answer is kept
+        return _find_location(module, roots, _hops=_hops)
+    searched = [str(r) for r in roots] + [p for p in sys.path if p]
+
+    def find() -> tuple[ModuleLocation, list[str] | None]:
+        found = _find_location(module, roots)
+        return found, module_search_paths(searched, found.path, found.top, found.problem)
+
+    return _LOCATIONS.get((module, tuple(searched), os.getcwd()), find)
+
+
+def location_cache() -> StampedCache[ModuleLocation]:
+    """The process-wide cache of `locate_module` (tests and benchmarks read `computed`)."""
+    return _LOCATIONS
+
+
+def _find_location(module: str, roots: Sequence[Path], *, _hops: int = 0) -> ModuleLocation:
     """Find `module` in `roots` first, then on `sys.path`, without importing anything.
 
     A module in a project directory that is not plain `.py` source (a `.pyc`, an
@@ -171,12 +195,13 @@ def locate_module(module: str, roots: Sequence[Path], *, _hops: int = 0) -> Modu
     path = Path(os.path.abspath(origin))
     target = path.resolve()
     places = [p for p in (top, path, target) if p is not None]
+    resolved_places = [(place, place.resolve()) for place in places]  # once per place
     found_roots = tuple(
         dict.fromkeys(
             root
-            for place in places
+            for place, resolved in resolved_places
             for root in resolved_roots
-            if _inside(place, root) or _inside(place.resolve(), root)
+            if _inside(place, root) or _inside(resolved, root)
         )
     )
     problem = ""

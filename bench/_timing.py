@@ -59,17 +59,22 @@ def process_cpu(
     runs: int = 15,
     env: Mapping[str, str] | None = None,
     cwd: Path = REPO,
+    envs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, float]:
     """Median CPU time (user + sys, from `getrusage(RUSAGE_CHILDREN)`) of each command,
-    run interleaved; CPU time, unlike wall time, hardly moves with the machine's load."""
+    run interleaved; CPU time, unlike wall time, hardly moves with the machine's load.
+    `envs` gives some commands an environment of their own (a tree `--before`)."""
     samples: dict[str, list[float]] = {name: [] for name in commands}
+    chosen = {name: (envs or {}).get(name, env) for name in commands}
     for _ in range(2):  # warm the OS caches and the bytecode cache
-        for command in commands.values():
-            subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+        for name, command in commands.items():
+            subprocess.run(command, cwd=cwd, env=chosen[name], capture_output=True, check=False)
     for _ in range(runs):
         for name, command in commands.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+            done = subprocess.run(
+                command, cwd=cwd, env=chosen[name], capture_output=True, check=False
+            )
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {done.stderr.decode()[-500:]}")
@@ -77,6 +82,29 @@ def process_cpu(
                 after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
             )
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def source_tree(revision: str, into: Path) -> Path:
+    """The package as it was at `revision` (`git archive`), to run beside this one."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "archive", revision, "assembler"], cwd=REPO, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def tree_command(tree: Path, cache: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """`python -m assembler args` importing the package from `tree`: without `site`
+    (whose editable-install finder would import this checkout) and without the
+    current directory on the path (`-P`: it may be this checkout), the installed
+    packages on `PYTHONPATH` after the tree, bytecode cached in `cache`. The same for
+    any tree, so two trees compare."""
+    import sysconfig
+
+    env = warm_bytecode_env(cache)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), sysconfig.get_paths()["purelib"]])
+    return [sys.executable, "-S", "-P", "-m", "assembler", *args], env
 
 
 def baseline_imports() -> list[str]:

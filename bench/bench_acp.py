@@ -6,7 +6,8 @@ process to an agent that can take a prompt.
 shipping example (scripted model, `--trust --no-session`), interleaved, wall time to:
 rpc's `ready` event; acp's `initialize` answer; acp's `session/new` answer (the agent
 built and started). The SDK's own import (`python -c "import acp"` against
-`python -c "pass"`) is timed too, since it is most of the difference.
+`python -c "pass"`) is timed too, since it is most of the difference, and so is the
+lighter import `assemble acp` uses (`assembler.acp.sdk_import`, issue 27).
 Run: `python bench/bench_acp.py`.
 """
 
@@ -26,6 +27,7 @@ from _timing import REPO, warm_bytecode_env
 MANIFEST = str(REPO / "agents" / "shipping-fixer.yaml")
 ARGS = ["--trust", "--no-session"]
 RUNS = 15
+LIGHT = "from assembler.acp.sdk_import import import_sdk; import_sdk()"
 
 
 def _read_until(stream: IO[str], done: str) -> None:
@@ -86,7 +88,7 @@ def main() -> None:
             rpc(env)
             acp(env)
             python("import acp", env)
-        rpcs, inits, sessions, bare, sdk = [], [], [], [], []
+        rpcs, inits, sessions, bare, sdk, light = [], [], [], [], [], []
         for _ in range(RUNS):
             rpcs.append(rpc(env))
             initialized, ready = acp(env)
@@ -94,9 +96,16 @@ def main() -> None:
             sessions.append(ready)
             bare.append(python("pass", env))
             sdk.append(python("import acp", env))
-    sdk_import = statistics.median(sdk) - statistics.median(bare)
+            light.append(python(LIGHT, env))
+    floor = statistics.median(bare)
+    sdk_import = statistics.median(sdk) - floor
     print(
         f"importing the ACP SDK (`import acp` - `pass`, whole process): {sdk_import * 1000:.0f} ms"
+    )
+    light_import = statistics.median(light) - floor
+    print(
+        f"the lighter import (`import_sdk()` - `pass`): {light_import * 1000:.0f} ms "
+        f"({light_import / sdk_import:.2f}x)"
     )
     base = statistics.median(rpcs)
     print(f"assemble rpc, start to `ready` (baseline): {base * 1000:.0f} ms")

@@ -10,20 +10,26 @@ as a whole process.
 (b) `assemble render --dry-run agents/shipping-fixer.yaml` against
     `python -c "import yaml, jsonschema, jinja2, click"`: median CPU time (user +
     sys) of 15 interleaved runs each. Target: within 1.2x with a bytecode cache for
-    the project, as any installed package has (issue 12). Also shown without one
-    (PYTHONDONTWRITEBYTECODE, every `assembler` module compiled on every run).
+    the project, as any installed package has (issues 12, 21): with the section
+    templates compiled and kept by an earlier run of an agent, and without (a first
+    dry run). Also shown without bytecode (PYTHONDONTWRITEBYTECODE, every `assembler`
+    module compiled on every run).
 (c) The same command on manifests with 10, 100 and 1,000 Python tools in one module,
     and with as many skills: the cost per tool and per skill at 1,000 within 2x of
     the cost at 100 (issue 12).
 
-Run: `python bench/bench_render.py [--runs N]`.
+Run: `python bench/bench_render.py [--runs N] [--before REV] [--only turn|process|scale]
+[--sizes 10,100,1000] [--kinds tools,skills]`; `--before` runs (c) on the package as of
+a git revision too, interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from _projects import scale
-from _timing import baseline_imports, process_cpu, warm_bytecode_env
+from _timing import baseline_imports, process_cpu, source_tree, warm_bytecode_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -175,6 +181,13 @@ def per_turn(repeat: int) -> None:
 # -- (b) the whole process ----------------------------------------------------------------
 
 
+KEEP_TEMPLATES = (
+    "from assembler.prompt.templates import compile_template, default_template_text\n"
+    "for s in ('identity', 'tools', 'workspace', 'skills', 'memory'):\n"
+    "    compile_template(default_template_text(s), True)\n"
+)
+
+
 def whole_process(runs: int) -> None:
     assemble = str(Path(sys.executable).parent / "assemble")
     commands = {
@@ -189,10 +202,24 @@ def whole_process(runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-render-pyc-") as cache:
         uncached = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         uncached.pop("PYTHONPYCACHEPREFIX", None)
+        warm = warm_bytecode_env(Path(cache))
+        kept = {**warm, "ASSEMBLER_CACHE_DIR": str(Path(cache) / "kept")}
+        subprocess.run([sys.executable, "-c", KEEP_TEMPLATES], env=kept, check=True)
         cases = (
-            ("with a bytecode cache", warm_bytecode_env(Path(cache)), "target: <= 1.2x"),
+            (
+                "with a bytecode cache, templates kept (after any run of an agent)",
+                kept,
+                "target: <= 1.2x",
+            ),
+            (
+                "with a bytecode cache, no templates kept yet (a first dry run)",
+                {**warm, "ASSEMBLER_CACHE_DIR": str(Path(cache) / "empty")},
+                "target: <= 1.2x",
+            ),
             ("without bytecode", uncached, "(no target)"),
         )
+        if shutil.which("valgrind"):
+            instructions(commands, cases[:2])
         for label, env, target in cases:
             cpu = process_cpu(commands, runs=runs, env=env, cwd=REPO)
             (base_name, base), (name, ours) = cpu.items()
@@ -206,15 +233,64 @@ def whole_process(runs: int) -> None:
             )
 
 
+def instructions(
+    commands: Mapping[str, Sequence[str]], cases: Sequence[tuple[str, Mapping[str, str], str]]
+) -> None:
+    """Instructions executed (valgrind's cachegrind), one run each: a count that the
+    machine's load does not move, unlike time. Interpreter from the virtual
+    environment's own binary, so the count is of Python, not of a launcher."""
+    python = os.path.realpath(sys.executable)
+    for label, env, _ in cases:
+        counts = {}
+        for name, command in commands.items():
+            argv = [python, *command[1:]] if command[0] == sys.executable else command
+            subprocess.run(argv, env=env, cwd=REPO, capture_output=True, check=False)  # warm
+            done = subprocess.run(
+                ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                 "--cachegrind-out-file=/dev/null", "--trace-children=yes", *argv],
+                env=env, cwd=REPO, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            refs = [line for line in done.stderr.splitlines() if "I   refs" in line]
+            counts[name] = sum(int(line.split()[-1].replace(",", "")) for line in refs)
+        (base_name, base), (name, ours) = counts.items()
+        report(
+            f"render --dry-run, instructions executed, {label}",
+            [
+                (base_name, f"{base / 1e6:8.1f} M"),
+                (name, f"{ours / 1e6:8.1f} M"),
+                ("ratio", f"{ours / base:6.2f}x"),
+            ],
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="process runs per command")
     parser.add_argument("--repeat", type=int, default=20_000, help="in-process repetitions")
+    parser.add_argument(
+        "--before", metavar="REV", help="also run the package as of this git revision, paired"
+    )
+    parser.add_argument(
+        "--only", choices=("turn", "process", "scale"), help="run one part of the benchmark"
+    )
+    parser.add_argument("--sizes", default="10,100,1000", help="sizes of (c), e.g. 100,1000,10000")
+    parser.add_argument("--kinds", default="tools,skills", help="what (c) grows: tools, skills")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}")
-    per_turn(args.repeat)
-    whole_process(args.runs)
-    scale(["render", "--dry-run"], runs=max(args.runs // 2, 3))
+    if args.only in (None, "turn"):
+        per_turn(args.repeat)
+    if args.only in (None, "process"):
+        whole_process(args.runs)
+    if args.only in (None, "scale"):
+        with tempfile.TemporaryDirectory(prefix="bench-before-") as scratch:
+            before = source_tree(args.before, Path(scratch)) if args.before else None
+            scale(
+                ["render", "--dry-run"],
+                runs=max(args.runs // 2, 3),
+                before=before,
+                sizes=[int(size) for size in args.sizes.split(",")],
+                kinds=args.kinds.split(","),
+            )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Shared fixtures: no accidental network, no writes outside tmp, real loopback servers.
 
-Every test runs with its own config and data directories (so trust decisions and
-session files never touch the developer's), without provider API keys, and with
+Every test runs with its own config, data and cache directories (so trust decisions,
+session files and kept indexes never touch the developer's), without provider API keys, and with
 outbound connections to anything but the loopback interface refused, the way
 openai-agents blocks real model clients in its tests.
 """
@@ -71,6 +71,7 @@ def _isolated_user_dirs(
     home = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("ASSEMBLER_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("ASSEMBLER_DATA_DIR", str(home / "data"))
+    monkeypatch.setenv("ASSEMBLER_CACHE_DIR", str(home / "cache"))
     for name in (*_SECRETS, *_USER_DEFAULTS):
         monkeypatch.delenv(name, raising=False)
 

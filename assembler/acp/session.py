@@ -11,25 +11,36 @@ calls, before the next model request).
 cancelled (its tools stopped, command processes killed, sub-agents closed), calls it
 had announced and not finished are ended as failed, and each turn answers with the
 stop reason `cancelled`.
+
+A prompt that is one of the advertised slash commands (`commands`) runs that command
+as its turn instead, queued and cancelled the same way. The session's permission mode
+(`modes`) is the agent's, switched between turns or during one: it decides the next
+call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
-from acp import RequestError, update_agent_thought_text
+from acp import RequestError, update_agent_message_text, update_agent_thought_text
 from acp.interfaces import Client
-from acp.schema import PromptResponse, StopReason
+from acp.schema import ClientCapabilities, PromptResponse, SessionModeState, StopReason
 
+from assembler.acp import commands
+from assembler.acp.editor_files import EditorFiles, use_editor_files
+from assembler.acp.modes import checked_mode, mode_state, mode_update
 from assembler.acp.permissions import EditorApprover
-from assembler.acp.updates import TurnUpdates, Update, history_updates
+from assembler.acp.updates import SessionUpdate, TurnUpdates, history_updates
 from assembler.agent.agent import Agent
 from assembler.agent.team import TeamMember
 from assembler.errors import UsageError
 from assembler.runner.events import RunEnd
 from assembler.tools.base import Tool
+
+Turn = Callable[[], Coroutine[Any, Any, PromptResponse]]
 
 STOP_REASONS: dict[str, StopReason] = {
     "completed": "end_turn",
@@ -44,7 +55,13 @@ them and answers the request with an error instead."""
 class EditorSession:
     """The agent of one session and the turns that run on it."""
 
-    def __init__(self, session_id: str, agent: Agent, client: Client) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        agent: Agent,
+        client: Client,
+        offered: ClientCapabilities | None = None,
+    ) -> None:
         self.id = session_id
         self.agent = agent
         self.client = client
@@ -59,6 +76,8 @@ class EditorSession:
             EditorApprover(client, session_id, lambda: self.turn),
             timeout=agent.manifest.limits.permission_timeout,
         )
+        fs = offered.fs if offered is not None else None
+        self.editor_tools = use_editor_files(agent.registry, EditorFiles(client, session_id), fs)
 
     def tool(self, name: str) -> Tool | None:
         return self.agent.registry.get(name)
@@ -69,14 +88,41 @@ class EditorSession:
         for update in history_updates(messages, self.tool, self.workspace):
             await self._send(update)
 
+    @property
+    def modes(self) -> SessionModeState:
+        return mode_state(self.agent.state().permission_mode)
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch the permission mode (`session/set_mode`) and say so."""
+        self.agent.set_permission_mode(checked_mode(mode_id))
+        await self._send(mode_update(mode_id))
+
+    async def announce(self) -> None:
+        """Tell the editor which slash commands this session runs."""
+        await self._send(commands.available(self.agent))
+
     async def prompt(self, text: str) -> PromptResponse:
-        """Run one turn (after the turns before it) and say why it stopped."""
+        """Run one turn (after the turns before it) and say why it stopped: the
+        command `text` names, or a turn of the model."""
+        command = commands.invocation(text, self.agent)
+        if command is not None:
+            return await self._queued(lambda: self._command(command))
+        return await self._queued(lambda: self._run(text))
+
+    async def close(self) -> None:
+        """Stop every turn and close the agent (`session/close`, the end of the
+        connection)."""
+        self.cancel()
+        async with self._turns:  # the cancelled turns have answered
+            await self.agent.aclose()
+
+    async def _queued(self, turn: Turn) -> PromptResponse:
         ticket = self._tickets
         self._tickets += 1
         async with self._turns:
             if ticket < self._cancelled_before:
                 return PromptResponse(stop_reason="cancelled")
-            task = asyncio.create_task(self._run(text))
+            task = asyncio.create_task(turn())
             self._running = task
             try:
                 await asyncio.wait({task})
@@ -106,6 +152,13 @@ class EditorSession:
         self.agent.steer(text)
         return True
 
+    async def _command(self, command: commands.Invocation) -> PromptResponse:
+        self.turn = None  # a command asks no permission
+        said = await commands.run(self.agent, command)
+        if said:
+            await self._send(update_agent_message_text(said))
+        return PromptResponse(stop_reason="end_turn")
+
     async def _run(self, text: str) -> PromptResponse:
         turn = TurnUpdates(self.tool, self.workspace, self._team)
         self.turn = turn
@@ -132,7 +185,7 @@ class EditorSession:
             await self._send(update_agent_thought_text(end.message + "\n"))
         return PromptResponse(stop_reason=STOP_REASONS[end.reason])
 
-    async def _send(self, update: Update) -> None:
+    async def _send(self, update: SessionUpdate) -> None:
         await self.client.session_update(session_id=self.id, update=update)
 
 

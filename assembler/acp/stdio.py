@@ -4,9 +4,10 @@ ACP is JSON-RPC over the agent's stdin and stdout; `assembler.protocol_stdio.cla
 keeps both for the protocol alone (everything else goes to stderr), as for `assemble rpc`.
 
 `open_streams` turns the two kept descriptors into the asyncio streams the SDK's
-connection takes. Input is read in a daemon thread (any kind of file works: a pipe
-from an editor, a file of requests when debugging); output goes through the event
-loop's pipe transport, or written directly when it is a regular file.
+connection takes, malformed input answered on the way (`framing`). Input is read in a
+daemon thread (any kind of file works: a pipe from an editor, a file of requests when
+debugging); output goes through the event loop's pipe transport, or written directly
+when it is a regular file.
 """
 
 from __future__ import annotations
@@ -17,22 +18,25 @@ import stat
 import threading
 from typing import Any
 
+from assembler.acp.framing import INVALID_REQUEST, Lines, checked, error_line
 from assembler.files import read_chunks
 from assembler.protocol_stdio import ProtocolFiles
 
 
 async def open_streams(files: ProtocolFiles) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """The protocol's input as a `StreamReader`, its output as a `StreamWriter`."""
+    """The protocol's input as a `StreamReader` holding only well-formed messages
+    (`framing`), its output as a `StreamWriter`."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    _feed(files.input, reader, loop)
     mode = os.fstat(files.output).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
         pipe = os.fdopen(files.output, "wb", buffering=0)
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-        return reader, asyncio.StreamWriter(transport, protocol, None, loop)
-    file_transport = _FileTransport(files.output)
-    return reader, asyncio.StreamWriter(file_transport, _Drained(), None, loop)
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    else:
+        writer = asyncio.StreamWriter(_FileTransport(files.output), _Drained(), None, loop)
+    _feed(files.input, reader, writer, loop)
+    return reader, writer
 
 
 _LINE_LIMIT = 50 * 1024 * 1024
@@ -40,9 +44,16 @@ _LINE_LIMIT = 50 * 1024 * 1024
 embedded file can be large."""
 
 
-def _feed(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
-    """Copy `fd` into `reader` from a daemon thread until the end of input. The thread
-    blocks in `os.read` only, so the process can exit while it waits."""
+def _feed(
+    fd: int,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """Copy the messages of `fd` into `reader` from a daemon thread until the end of
+    input, and answer the malformed ones on `writer` (each answer one `write`, so it
+    never splits a line the SDK writes). The thread blocks in `os.read` only, so the
+    process can exit while it waits."""
 
     def post(data: bytes | None) -> bool:
         try:
@@ -54,10 +65,28 @@ def _feed(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop
             return False
         return True
 
+    def answer(error: bytes) -> bool:
+        try:
+            loop.call_soon_threadsafe(writer.write, error)
+        except RuntimeError:
+            return False
+        return True
+
+    def hand_on(line: bytes | None) -> bool:
+        if line is None:
+            return answer(error_line(INVALID_REQUEST, "Invalid request: the message is too long"))
+        error = checked(line)
+        return post(line) if error is None else answer(error)
+
     def pump() -> None:
+        lines = Lines(_LINE_LIMIT)
         for chunk in read_chunks(fd):
-            if not post(chunk):
-                return
+            for line in lines.feed(chunk):
+                if not hand_on(line):
+                    return
+        last = lines.end()
+        if last is not None and not hand_on(last):
+            return
         post(None)
 
     threading.Thread(target=pump, name="assemble-acp-input", daemon=True).start()

@@ -34,6 +34,8 @@ from acp import (
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
     ToolCallProgress,
     ToolCallStart,
     ToolCallStatus,
@@ -62,6 +64,8 @@ from assembler.runner.events import (
 from assembler.tools.base import Tool
 
 Update = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+SessionUpdate = Update | AvailableCommandsUpdate | CurrentModeUpdate
+"""Every update a session sends: a turn's and history's (`Update`), and the session's own."""
 
 ToolLookup = Callable[[str], Tool | None]
 

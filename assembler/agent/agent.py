@@ -7,7 +7,9 @@ replaces all three together, never one alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -15,12 +17,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.io import AgentIO
+from assembler.agent.prompt_record import prompt_payload, section_sources, settings_record
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
 from assembler.errors import Issue, SessionError
 from assembler.manifest.model import Manifest
-from assembler.messages import Message, Usage
+from assembler.messages import Message, ToolSchema, Usage
 from assembler.permissions.gate import Approver, PermissionGate
+from assembler.permissions.policy import PermissionMode, PermissionPolicy
 from assembler.providers.base import ModelProvider
 from assembler.resources.loader import ResourceLoader, ResourceSnapshot
 from assembler.runner.events import (
@@ -28,10 +32,14 @@ from assembler.runner.events import (
     Diagnostic,
     Event,
     RunEnd,
+    ToolCallResult,
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
 from assembler.sessions.store import Session, SessionStore
+from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
+from assembler.tools.base import ToolResult
+from assembler.tools.builtin.files import READ_TOOL
 from assembler.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -87,6 +95,8 @@ class Agent:
         self.assembly = assembly
         self._started = False
         self._closed = False
+        self._touched = TouchedFiles()
+        self._approver: tuple[Approver | None, float | None] = (None, None)
         self.session: Session | None = None
         if session is not None:
             self.use_session(restore(session))
@@ -132,6 +142,14 @@ class Agent:
         """The system prompt the next model request would carry."""
         return self.runner.current_system_prompt()
 
+    def prompt_sections(self, system: str) -> tuple[tuple[str, str], ...] | None:
+        """The sections of `system` (name and body, as `render` splits it) when it is
+        the prompt this agent rendered last; None for any other text."""
+        last = self.parts.prompt.last
+        if last is None or last.text != system:
+            return None
+        return tuple((section.name, section.text) for section in last.sections)
+
     def reload(self, *, trust: bool | None = None) -> ResourceSnapshot:
         """Re-read resources and rebuild tools and prompt from the new snapshot, together.
 
@@ -169,7 +187,7 @@ class Agent:
         *,
         params: Mapping[str, Any] | None = None,
         max_turns: int | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run `prompt`, yielding events as they happen; the session file records
         each message as soon as it is part of the conversation.
 
@@ -190,24 +208,29 @@ class Agent:
         if self.session is not None:
             self.session.append_run_start(prompt, params=values if self.io.parameters else None)
         start_usage = self.runner.usage
-        async for event in self.runner.run(prompt, max_turns=max_turns):
-            if isinstance(event, TurnEnd | RunEnd):
-                for issue in (
-                    *self.assembly.poll(),
-                    *self.parts.extension_hooks.take_diagnostics(),
-                ):
-                    yield Diagnostic(issue.message, issue.severity)
-            if isinstance(event, RunEnd):
-                end = replace(
-                    event,
-                    usage=_difference(self.runner.usage, start_usage),
-                    session_id=self.session.id if self.session is not None else "",
-                )
-                if self.session is not None:
-                    self.session.append_run_end(end.to_dict())
-                yield end
-            else:
-                yield event
+        # closed with this stream: a caller that stops reading (a replay stopping where
+        # its session stopped) leaves no run half alive until garbage collection
+        async with aclosing(self.runner.run(prompt, max_turns=max_turns)) as events:
+            async for event in events:
+                if isinstance(event, TurnEnd | RunEnd):
+                    for issue in (
+                        *self.assembly.poll(),
+                        *self.parts.extension_hooks.take_diagnostics(),
+                    ):
+                        yield Diagnostic(issue.message, issue.severity)
+                if isinstance(event, RunEnd):
+                    end = replace(
+                        event,
+                        usage=_difference(self.runner.usage, start_usage),
+                        session_id=self.session.id if self.session is not None else "",
+                    )
+                    if self.session is not None:
+                        self.session.append_run_end(end.to_dict(), await self._workspace_end())
+                    yield end
+                else:
+                    if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
+                        self._touched.note(event.call.name, event.call.arguments)
+                    yield event
 
     async def prompt(
         self,
@@ -295,13 +318,48 @@ class Agent:
 
     # -- sessions -------------------------------------------------------------------------
 
+    async def _workspace_end(self) -> dict[str, Any] | None:
+        """The files that differ from where the session's workspace started (read in a
+        thread: git may take a moment); None for a sub-agent's session, whose changes
+        its parent's run records."""
+        if self.session is None or "delegated_from" in self.session.header:
+            return None
+        start = self.session.header.get("workspace_start")
+        return await asyncio.to_thread(
+            record_end,
+            self.manifest.workspace.resolve(),
+            start if isinstance(start, dict) else None,
+            self._touched.paths,
+        )
+
     def use_session(self, restored: Restored) -> None:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
+        self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
-        self.runner.recorder = SessionRecorder(restored.session, restored.entry_ids)
+        self.runner.recorder = SessionRecorder(
+            restored.session, restored.entry_ids, describe=self._describe_prompt
+        )
         self.runner.context_tokens = 0
+
+    def describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """What a request tells the model, by section with each one's sources and
+        template, and the tool schemas with theirs: the session's `prompt` entry
+        (`agent.prompt_record`); a replay names the source of what changed from it."""
+        return self._describe_prompt(system, tools)
+
+    def _describe_prompt(self, system: str, tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """The session's `prompt` entry for this request (`agent.prompt_record`)."""
+        parts = self.parts
+        sources = section_sources(
+            self.manifest, parts.snapshot, parts.registry, parts.prompt.last_memory
+        )
+        payload = prompt_payload(
+            system, tools, parts.prompt.last, sources, dict(parts.registry.sources())
+        )
+        payload["settings"] = settings_record(self.runner.settings)
+        return payload
 
     def fork(self, entry_id: str) -> Session:
         """A new session whose history is this one's up to `entry_id`; the agent goes on
@@ -329,14 +387,32 @@ class Agent:
             raise SessionError("cannot start a new session while a run is in progress")
         store = SessionStore.for_agent(self.manifest.name, self._session_dir())
         header = dict(self.session.header) if self.session is not None else {}
+        workspace = self.manifest.workspace.resolve()
         session = store.start(
             agent=self.manifest.name,
             manifest=self.manifest.path,
             model=str(header.get("model", "")),
-            workspace=self.manifest.workspace.resolve(),
+            workspace=workspace,
+            workspace_start=record_start(workspace),
         )
         self.use_session(restore(session))
         return session
+
+    async def read_file(self, path: str) -> ToolResult:
+        """`path` read as the `read` tool reads it for the model (confined to the
+        workspace, cut to the output limits), after the permission rules: a deny is an
+        error result. For a file a person names (`@path` in the terminal); an `ask` is
+        that person's own request, so it is not asked again."""
+        tool = self.registry.get("read")
+        if tool is None or tool.source != "builtin":  # an agent without `read`: its rules
+            tool = READ_TOOL
+        arguments = {"path": path}
+        gate = self.permissions
+        if gate is not None:
+            decision = gate.policy.decide("read", arguments, tool)
+            if decision.verdict == "deny":
+                return ToolResult(decision.reason, is_error=True)
+        return await tool.execute(arguments, self.runner.tool_context)
 
     # -- permissions ----------------------------------------------------------------------
 
@@ -349,10 +425,26 @@ class Agent:
     def set_approver(self, approver: Approver | None, *, timeout: float | None = None) -> None:
         """Who answers `ask` rules from now on (None: nobody, so an ask is a deny), and
         how long to wait for an answer (RPC and ACP clients; a person is not hurried)."""
+        self._approver = (approver, timeout)
         gate = self.permissions
         if gate is not None:
             gate.approver = approver
             gate.timeout = timeout
+
+    def set_permission_mode(self, mode: PermissionMode) -> None:
+        """What an `ask` becomes from the next call on (`default`, `accept-edits`,
+        `deny-asks`, `bypass`): an editor's mode switch, a terminal's. An agent built
+        without rules and in the default mode gets the manifest's (empty) rules now,
+        with the approver it was given."""
+        gate = self.permissions
+        if gate is not None:
+            gate.policy = gate.policy.with_mode(mode)
+            return
+        policy = PermissionPolicy.from_spec(
+            self.manifest.permissions, workspace=self.manifest.workspace.resolve(), mode=mode
+        )
+        approver, timeout = self._approver
+        self.runner.permissions = PermissionGate(policy, approver, timeout=timeout)
 
     def _session_dir(self) -> Path | None:
         return self.session.path.parent if self.session is not None else None

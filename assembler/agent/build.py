@@ -29,8 +29,10 @@ from assembler.agent.lifecycle import Assembly
 from assembler.agent.model_choice import (
     ModelChoice,
     check_model,
+    choose_model,
     create_model_provider,
     is_builtin_provider,
+    manifest_settings,
     shown_endpoint,
 )
 from assembler.agent.options import BuildChanges, BuildOptions
@@ -47,7 +49,8 @@ from assembler.agent.subagents import Team
 from assembler.agent.team import load_team
 from assembler.agent.trusting import TreeTrust
 from assembler.errors import SessionError
-from assembler.manifest.model import Manifest, PermissionsSpec
+from assembler.manifest.model import BuiltinToolSet, Manifest, MCPToolSet, PermissionsSpec
+from assembler.messages import ModelSettings
 from assembler.permissions.gate import PermissionGate
 from assembler.permissions.hidden import hidden_patterns
 from assembler.permissions.policy import PermissionPolicy
@@ -55,9 +58,14 @@ from assembler.providers.windows import context_window
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.runner.compaction import DEFAULT_KEEP_TOKENS
 from assembler.runner.loop import AgentRunner
+from assembler.sandbox.runtime import Sandbox
+from assembler.sandbox.spec import SandboxSpec
+from assembler.sandbox.support import require as require_sandbox
 from assembler.sessions.store import Session, SessionStore
 from assembler.tools.base import ToolContext
+from assembler.tools.builtin.names import BUILTIN_SETS
 from assembler.tools.environment import tool_environment
+from assembler.tools.processes import prepare_sandbox
 from assembler.validation.load import load_manifest
 
 
@@ -97,6 +105,8 @@ def build_agent(
 
     # 1. services
     check_extras(manifest)  # no prompt for trust when the run cannot start anyway
+    for sandbox in (manifest.sandbox, *_server_sandboxes(manifest)):  # nor without its sandbox
+        require_sandbox(sandbox, manifest.path)
     member = options.team if options.team is not None else load_team(manifest, env=environment)
     tree_trust = TreeTrust.decide(  # for the whole tree, before any of its code runs
         member,
@@ -139,7 +149,10 @@ def build_agent(
 
     # 4. the runner
     limits = manifest.limits
-    window = limits.context_window or _known_window(choice)
+    assembly.sandbox = Sandbox.start(manifest.sandbox, manifest.workspace.resolve(), manifest.path)
+    if assembly.sandbox is not None and _runs_commands(manifest):
+        prepare_sandbox(assembly.sandbox.policy().to_dict())
+    window = limits.context_window or _known_window(choice or _given_choice(manifest, options))
     runner = AgentRunner(
         endpoint=shown_endpoint(choice, environment) if choice is not None else "",
         permissions=_permission_gate(manifest, options),
@@ -159,8 +172,10 @@ def build_agent(
             read_roots=skill_directories(manifest, flags, snapshot),
             hidden=hidden_patterns(manifest.permissions, options.permission_mode),
             guarded=guarded_paths(member),
+            sandbox=assembly.sandbox,
+            processes=assembly.processes,
         ),
-        settings=choice.settings if choice is not None else None,
+        settings=choice.settings if choice is not None else _given_settings(manifest, options),
         model_name=choice.name if choice is not None else "",
         max_turns=limits.max_turns,
         max_consecutive_blocks=limits.max_consecutive_blocks,
@@ -205,6 +220,22 @@ def _session(
     return opened.fork(fork) if fork is not None else opened
 
 
+def _runs_commands(manifest: Manifest) -> bool:
+    """Whether the agent has `bash` (so its sandbox is worth preparing at build)."""
+    for tool_set in manifest.tools.sets:
+        if isinstance(tool_set, BuiltinToolSet):
+            names = [m for n in tool_set.names for m in BUILTIN_SETS.get(n, (n,))]
+            if "bash" in names and (tool_set.allow is None or "bash" in tool_set.allow):
+                return True
+    return False
+
+
+def _server_sandboxes(manifest: Manifest) -> list[SandboxSpec]:
+    """The sandboxes MCP stdio servers declare for themselves."""
+    servers = [s.server for s in manifest.tools.sets if isinstance(s, MCPToolSet)]
+    return [server.sandbox for server in servers if server.sandbox is not None]
+
+
 def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGate | None:
     """The manifest's rules at run time; none without rules or a mode that changes asks."""
     if manifest.permissions == PermissionsSpec() and options.permission_mode == "default":
@@ -217,3 +248,19 @@ def _permission_gate(manifest: Manifest, options: BuildOptions) -> PermissionGat
 
 def _known_window(choice: ModelChoice | None) -> int | None:
     return context_window(choice.provider, choice.name) if choice is not None else None
+
+
+def _given_settings(manifest: Manifest, options: BuildOptions) -> ModelSettings | None:
+    """The settings a given provider is sent: those of `options.model` when it names
+    one too (a replay, with the model its session ran), else the manifest's own."""
+    if options.model:
+        return choose_model(manifest, options.model, options.env).settings
+    return manifest_settings(manifest)
+
+
+def _given_choice(manifest: Manifest, options: BuildOptions) -> ModelChoice | None:
+    """The model a given provider stands for (`options.model`, else the manifest's),
+    for its context window: a replay compacts where its session did."""
+    if not options.model and manifest.model is None:
+        return None
+    return choose_model(manifest, options.model, options.env)

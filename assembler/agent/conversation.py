@@ -9,23 +9,46 @@ can start from any message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from assembler.agent.prompt_record import fingerprint
 from assembler.errors import SessionError
 from assembler.manifest.model import Manifest
-from assembler.messages import Message, Usage
+from assembler.messages import Message, ToolSchema, Usage
 from assembler.sessions.store import Session, SessionStore
+
+PromptDescriber = Callable[[str, Sequence[ToolSchema]], Mapping[str, Any]]
+"""The payload of a `prompt` entry for a request's system prompt and tool schemas."""
 
 
 class SessionRecorder:
     """`RunRecorder` writing to a session file."""
 
-    def __init__(self, session: Session, entry_ids: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        session: Session,
+        entry_ids: Sequence[str] = (),
+        describe: PromptDescriber | None = None,
+    ) -> None:
         self.session = session
         self.entry_ids: list[str] = list(entry_ids)
         """The entry of each message in `runner.messages`, in order ("" if none)."""
+        self.describe = describe
+        self._prompt = ""
+
+    def request(self, system: str, tools: Sequence[ToolSchema]) -> None:
+        """A `prompt` entry when the prompt or the schemas changed since the last one
+        this recorder wrote (see `agent.prompt_record`)."""
+        if self.describe is None:
+            return
+        stamp = fingerprint(system, tools)
+        if stamp == self._prompt:
+            return
+        self.session.append("prompt", self.describe(system, tools))
+        self._prompt = stamp
 
     def message(self, message: Message, usage: Usage | None) -> None:
         entry = self.session.append_message(message, usage=usage)

@@ -25,7 +25,9 @@ from assembler.memory.hooks import MemoryHooks
 from assembler.providers.registry import ProviderRegistry
 from assembler.resources.loader import ResourceSnapshot
 from assembler.runner.hooks import RunnerHooks
+from assembler.sandbox.runtime import Sandbox
 from assembler.tools.base import Tool
+from assembler.tools.processes import ProcessScope
 from assembler.trust import code_roots
 
 if TYPE_CHECKING:
@@ -46,6 +48,10 @@ class Assembly:
     diagnostics: list[Issue] = field(default_factory=list)
     providers: ProviderRegistry = field(default_factory=ProviderRegistry.builtin)
     telemetry: AgentTelemetry | None = None
+    sandbox: Sandbox | None = None
+    """What confines every process the agent starts (None: nothing is confined)."""
+    processes: ProcessScope = field(default_factory=ProcessScope)
+    """The agent's commands that may still run: stopped when it closes."""
 
     @property
     def workspace(self) -> Path:
@@ -103,7 +109,7 @@ class Assembly:
         with requires("mcp", f"MCP server `{sets[0].server.name}`"):
             from assembler.mcp.toolset import connect_tool_sets
 
-        self.mcp = await connect_tool_sets(sets, self.workspace, strict=False)
+        self.mcp = await connect_tool_sets(sets, self.workspace, strict=False, sandbox=self.sandbox)
         join_late_tools(parts, self.mcp.tools)
 
     def poll(self) -> list[Issue]:
@@ -122,13 +128,22 @@ class Assembly:
         return issues
 
     async def aclose(self, messages: Sequence[Message] = ()) -> None:
-        """End of session: memory extraction and consolidation, then servers stop."""
+        """End of session: memory extraction and consolidation, then servers stop,
+        then every process the agent's commands left running (background jobs), then
+        the sandbox (its proxy and temporary directory)."""
         try:
             if self.memory is not None and messages:
                 await self.memory.end_session(messages)
         finally:
-            if self.mcp is not None:
-                await self.mcp.aclose()
+            try:
+                if self.mcp is not None:
+                    await self.mcp.aclose()
+            finally:
+                try:
+                    await self.processes.aclose()
+                finally:
+                    if self.sandbox is not None:
+                        self.sandbox.close()
 
 
 def join_late_tools(parts: AgentParts, tools: Sequence[Tool]) -> None:

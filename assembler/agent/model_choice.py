@@ -68,13 +68,22 @@ def choose_model(
     options = dict(spec.options)
     if spec.script is not None:
         options["script"] = str(spec.script)
-    settings = ModelSettings(
-        temperature=spec.temperature, max_tokens=spec.max_tokens, tool_choice=spec.tool_choice
-    )
+    settings = manifest_settings(manifest) or ModelSettings()
     shown = display_url(spec.base_url_template or spec.base_url) if spec.base_url else None
     return _with_script(
         manifest,
         ModelChoice(provider, name, spec.base_url, spec.api_key_env, settings, options, shown),
+    )
+
+
+def manifest_settings(manifest: Manifest) -> ModelSettings | None:
+    """The settings the manifest's own model is sent with (None without `model:`):
+    also what a provider given to `build_agent` gets (a replay compares them)."""
+    spec = manifest.model
+    if spec is None:
+        return None
+    return ModelSettings(
+        temperature=spec.temperature, max_tokens=spec.max_tokens, tool_choice=spec.tool_choice
     )
 
 

@@ -85,7 +85,7 @@ def assemble_parts(
     return AgentParts(
         snapshot=snapshot,
         registry=registry,
-        prompt=make_prompt_provider(manifest, snapshot, registry, memory),
+        prompt=make_prompt_provider(manifest, snapshot, registry, memory, keep_compiled=True),
         hooks=hooks,
         extension_hooks=extension_hooks,
         extensions=tuple(extensions),

@@ -22,6 +22,7 @@ from assembler.manifest.model import AgentToolSet, Manifest, MCPToolSet
 from assembler.prompt.binding import make_prompt_provider
 from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
+from assembler.sandbox.view import describe as describe_sandbox
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.trust import TrustPrompt
 
@@ -40,6 +41,8 @@ class Preview:
     notes: tuple[str, ...] = ()
     permissions: Mapping[str, object] = field(default_factory=dict)
     """The effective permission rules, by precedence (deny, ask, allow, default)."""
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    """The effective sandbox of the agent's processes (`effective_sandbox`)."""
     failures: tuple[Issue, ...] = ()
     """What failed while the agent started (an MCP server): a run would lack it, so the
     prompt shown is not the one a working setup gives (also in `diagnostics`)."""
@@ -49,6 +52,26 @@ class Preview:
     """The first user message a run without a prompt sends (the rendered `task`)."""
     output: Mapping[str, Any] | None = None
     """The schema of the typed answer (`output:`), None without one."""
+
+
+def effective_sandbox(manifest: Manifest) -> dict[str, Any]:
+    """What confines the agent's processes, as `render` shows it: the block as it
+    applies (inherited by a sub-agent, paths resolved against the workspace), and each
+    MCP stdio server that declares its own."""
+    spec = manifest.sandbox
+    reach = spec.resolve(manifest.workspace.resolve()) if spec is not None else None
+    shown = describe_sandbox(spec, reach)
+    shown["declared"] = spec is not None
+    servers = {
+        s.server.name: describe_sandbox(
+            s.server.sandbox, s.server.sandbox.resolve(manifest.workspace.resolve())
+        )
+        for s in manifest.tools.sets
+        if isinstance(s, MCPToolSet) and s.server.sandbox is not None
+    }
+    if servers:
+        shown["servers"] = servers
+    return shown
 
 
 def effective_permissions(manifest: Manifest) -> dict[str, object]:
@@ -134,6 +157,7 @@ def preview_dry_run(
         memory=tuple(_describe(entry) for entry in memory.entries),
         notes=memory_note(manifest, user_input),
         permissions=effective_permissions(manifest),
+        sandbox=effective_sandbox(manifest),
     )
 
 
@@ -279,6 +303,7 @@ async def preview_live(
             memory=tuple(_describe(entry) for entry in selected),
             notes=memory_note(manifest, user_input),
             permissions=effective_permissions(manifest),
+            sandbox=effective_sandbox(manifest),
         )
     finally:
         await agent.aclose()

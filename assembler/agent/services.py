@@ -94,13 +94,16 @@ def create_session(
 ) -> Session:
     # Imported here to keep `render` and `validate` start-up free of the session store.
     from assembler.sessions.store import SessionStore
+    from assembler.sessions.workspace_record import record_start
 
     label = choice.label if choice is not None else (provider.name if provider else "")
+    workspace = manifest.workspace.resolve()
     return SessionStore.for_agent(manifest.name, session_dir).start(
         agent=manifest.name,
         manifest=manifest.path,
         model=label,
-        workspace=manifest.workspace.resolve(),
+        workspace=workspace,
+        workspace_start=record_start(workspace),
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from assembler.errors import Issue, ManifestError, UsageError
 from assembler.manifest.model import AgentToolSet, Manifest
+from assembler.sandbox.spec import for_child
 from assembler.tools.base import Tool, ToolFunction
 from assembler.validation.agent_tree import Lineage, describe_chain
 from assembler.validation.validator import ReportMemo, validate_file
@@ -187,11 +188,28 @@ def _delegates(member: TeamMember, tree: _Tree) -> tuple[Delegate, ...]:
         loaded = report.manifest
         if spec.workspace == "inherit":
             loaded = replace(loaded, workspace=manifest.workspace)
+        loaded = _with_parent_sandbox(manifest, loaded)
         running = tree.transform(loaded) if tree.transform is not None else loaded
         name = spec.tool_name(running)
         child = TeamMember(running, f"{member.path}/{name}", tree, child_lineage, loaded)
         delegates.append(Delegate(spec, name, spec.tool_description(running), child))
     return tuple(delegates)
+
+
+def _with_parent_sandbox(parent: Manifest, child: Manifest) -> Manifest:
+    """`child` with the sandbox it runs in: the parent's when it declares none, its own
+    (hiding what the parent hides) when that only narrows the parent's; refused
+    (`ManifestError`) when it would widen it."""
+    sandbox, problems = for_child(parent.sandbox, parent.workspace, child.sandbox, child.workspace)
+    if problems:
+        message = "a sub-agent may only narrow its parent's sandbox: " + "; ".join(problems)
+        issue = (
+            child.source.issue(("sandbox",), message)
+            if child.source is not None
+            else Issue(str(child.path), message=message)
+        )
+        raise ManifestError([issue])
+    return replace(child, sandbox=sandbox)
 
 
 def _issue(manifest: Manifest, index: int, message: str) -> Issue:

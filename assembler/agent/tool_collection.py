@@ -16,7 +16,6 @@ from assembler.errors import Issue
 from assembler.manifest.model import AgentToolSet, BuiltinToolSet, Manifest, PythonToolSet
 from assembler.tools.base import Tool
 from assembler.tools.builtin.sets import resolve_builtin
-from assembler.tools.python.tools import dry_run_python_tool, load_python_tool
 from assembler.tools.registry import ToolRegistry, dedupe_guidelines
 from assembler.trust import code_roots
 
@@ -105,6 +104,10 @@ def manifest_tools(
 
 
 def python_tools(spec: PythonToolSet, roots: Sequence[Path], *, static: bool) -> list[Tool]:
+    # Imported here for start-up cost: a manifest without Python tools (most) never
+    # needs the source analysis behind them (`render --dry-run`, issue 21).
+    from assembler.tools.python.tools import dry_run_python_tool, load_python_tool
+
     if static:
         return [dry_run_python_tool(entry, roots) for entry in spec.tools]
     return [load_python_tool(entry, roots) for entry in spec.tools]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from assembler.permissions.policy import PermissionMode
 
 from assembler.cli.common import (
     agent_options,
@@ -17,22 +20,32 @@ from assembler.cli.common import (
     load,
     loader_flags,
 )
+from assembler.permissions.policy import PERMISSION_MODES
 
 
 @click.command(epilog="\b\nExample:\n  assemble acp agents/shipping-fixer.yaml --trust")
 @click.argument("manifest", type=click.Path(path_type=Path, dir_okay=False))
 @agent_options
+@click.option(
+    "--permission-mode",
+    type=click.Choice(PERMISSION_MODES),
+    default="default",
+    show_default=True,
+    help="Each session's first mode (the editor switches it): what an `ask` rule becomes.",
+)
 def acp(
     manifest: Path,
     model: str | None,
     session_dir: Path | None,
     no_session: bool,
     trust: bool,
+    permission_mode: PermissionMode,
     **resources: Any,
 ) -> None:
     """Serve MANIFEST's agent over the Agent Client Protocol (JSON-RPC on stdin and
     stdout), as Zed and JetBrains IDEs start agents. Each editor thread is a new
-    session (a session file); loading a thread resumes its session. Project code runs
+    session (a session file); the editor lists, loads, resumes and closes them, and
+    switches the permission mode of each. Project code runs
     only in a trusted directory: the editor cannot ask, so trust it first (`assemble
     trust add DIR`) or pass --trust. Logs go to stderr.
     """
@@ -42,9 +55,13 @@ def acp(
     require("acp", "assemble acp")  # before anything is read: the one-line message
     from assembler.agent.agent import Agent
     from assembler.agent.build import build_agent
+    from assembler.sessions.store import SessionStore
     from assembler.tools.processes import install_exit_handlers
 
     with requires("acp", "assemble acp"):
+        from assembler.acp.sdk_import import import_sdk
+
+        import_sdk()  # most of the start-up: without what a server does not use
         from assembler.acp.server import serve
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
@@ -56,8 +73,11 @@ def acp(
     options = build_options(
         flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
     )
+    options = replace(options, permission_mode=permission_mode)
+    store = None if no_session else SessionStore.for_agent(loaded.name, session_dir)
 
     def build(session: str | None) -> Agent:
         return build_agent(loaded, replace(options, session=session))
 
-    asyncio.run(serve(build, files, name=loaded.name, record_sessions=not no_session))
+    workspace = loaded.workspace.resolve()
+    asyncio.run(serve(build, files, name=loaded.name, store=store, workspace=workspace))

@@ -137,6 +137,9 @@ def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None
     if isinstance(event, ToolCallResult) and event.executed:
         lines = event.content.count("\n") + 1 if event.content else 0
         status = "error" if event.is_error else "ok"
+        sandbox = event.details.get("sandbox")
+        if isinstance(sandbox, dict) and sandbox.get("refused"):
+            status += ", refused by the sandbox"
         first = one_line(event.content.splitlines()[0] if event.content else "", 80)
         return f"← {event.call.name} {status} ({lines} lines) {first}", (
             "red" if event.is_error else None

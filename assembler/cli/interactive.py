@@ -10,8 +10,12 @@ each line waits for the previous one to finish: a script means each line as a
 message.
 
 Ctrl-C cancels the turn or command in progress (its tool calls are answered as
-cancelled, so the conversation stays valid) and never the session; `/exit` or the
-end of input leave, after the turn in progress. A session in which every turn failed
+cancelled, so the conversation stays valid) and never the session; at the prompt, a
+second Ctrl-C in a row on an empty line leaves, as do `/exit` and the end of input
+(after the turn in progress). A line ending with a backslash goes on on the next line, for a
+message of several lines where a paste is not at hand (a bracketed paste arrives as
+one message already). `@path` attaches a workspace file to a message (`mentions`);
+Tab completes commands and paths (`completion`). A session in which every turn failed
 exits with status 1; each error is printed once.
 """
 
@@ -28,7 +32,9 @@ import click
 
 from assembler.cli import slash
 from assembler.cli.approval import ConsoleApprover
+from assembler.cli.completion import Completer
 from assembler.cli.line_input import LineReader
+from assembler.cli.mentions import attach
 from assembler.cli.report import report_error
 from assembler.cli.turns import drive, session_note
 from assembler.errors import AssemblerError
@@ -38,6 +44,8 @@ if TYPE_CHECKING:
     from assembler.agent.agent import Agent
 
 PROMPT = "> "
+MORE = "… "
+"""The prompt of a line that goes on the one before (which ended with `\\`)."""
 
 
 class Interactive:
@@ -64,6 +72,9 @@ class Interactive:
         self.turns = 0
         self.failed = 0
         self.reader: LineReader | None = None
+        self.continued: list[str] = []  # lines so far of a message ended with `\`
+        self.interrupted = False  # the last key was Ctrl-C at an empty prompt
+        self.quit: asyncio.Future[None] | None = None
 
     @property
     def asking(self) -> bool:
@@ -75,7 +86,9 @@ class Interactive:
         self.reader = LineReader(
             terminal=self.terminal, prompt_stream=sys.stderr if self.as_json else None
         )
-        self.reader.open()
+        workspace = self.agent.state().workspace
+        self.reader.open(Completer(workspace, self._command_names))
+        self.quit = loop.create_future()
         if self.approvals:
             self.agent.set_approver(ConsoleApprover(self.ask))
         try:
@@ -109,7 +122,10 @@ class Interactive:
             waiting: set[asyncio.Future[Any]] = {f for f in (reading, self.work) if f is not None}
             if not waiting:
                 return
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            assert self.quit is not None
+            done, _ = await asyncio.wait({*waiting, self.quit}, return_when=asyncio.FIRST_COMPLETED)
+            if self.quit in done:
+                break
             if self.work is not None and self.work in done:
                 self._finished(self.work)
                 self.work = None
@@ -134,6 +150,13 @@ class Interactive:
         if line is None:
             click.echo(err=True)
             return self._leave("input ended")
+        self.interrupted = False
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            self.continued.append(line[:-1])  # the message goes on on the next line
+            return True
+        if self.continued:
+            line = "\n".join([*self.continued, line])
+            self.continued = []
         text = line.strip()
         if not text:
             return True
@@ -182,7 +205,12 @@ class Interactive:
 
     async def _turn(self, text: str) -> None:
         self.turns += 1
-        reason = await drive(self.agent, text, self.as_json, self.max_turns)
+        attached = await attach(self.agent, text)
+        for refused in attached.refused:
+            slash.error(f"not attached: {refused}")
+        if attached.files:
+            slash.note(f"(attached {', '.join(attached.files)})")
+        reason = await drive(self.agent, attached.text, self.as_json, self.max_turns)
         if reason != "completed":
             self.failed += 1
 
@@ -208,11 +236,32 @@ class Interactive:
                 await work
 
     def _interrupt(self) -> None:
-        """Ctrl-C: cancel the work in progress; when idle, say how to leave."""
+        """Ctrl-C: cancel the work in progress; when idle, forget a message being
+        continued, and a second Ctrl-C at an empty prompt leaves."""
         if self.work is not None and not self.work.done():
             self.work.cancel()
             return
-        click.echo(f"\n(/exit or Ctrl-D to leave)\n{PROMPT}", err=self.as_json, nl=False)
+        typed = _typed_so_far()
+        if self.continued:
+            self.continued = []
+            said = "(the lines before were dropped; "
+        elif typed:
+            said = "(Ctrl-U clears the line; "
+        elif self.interrupted and self.quit is not None and not self.quit.done():
+            click.echo(err=self.as_json)
+            self.quit.set_result(None)  # the second Ctrl-C at an empty prompt
+            return
+        else:
+            said = "("
+        self.interrupted = said == "("
+        click.echo(
+            f"\n{said}Ctrl-C again, /exit or Ctrl-D to leave)\n{PROMPT}",
+            err=self.as_json,
+            nl=False,
+        )
+
+    def _command_names(self) -> list[str]:
+        return [*slash.BUILTIN, *slash.ALIASES, *self.agent.parts.commands]
 
     # -- reading -------------------------------------------------------------------
 
@@ -222,13 +271,14 @@ class Interactive:
         reader = self.reader
         assert reader is not None
         idle = self.work is None
+        prompt = MORE if self.continued else PROMPT
         if reader.pending:
-            if idle and reader.pending_prompt != PROMPT and not self.asking:
-                click.echo(PROMPT, err=self.as_json, nl=False)  # the read began mid-turn
-                reader.pending_prompt = PROMPT
+            if idle and reader.pending_prompt != prompt and not self.asking:
+                click.echo(prompt, err=self.as_json, nl=False)  # the read began mid-turn
+                reader.pending_prompt = prompt
             return
         if idle and not self.asking:
-            reader.request(PROMPT)
+            reader.request(prompt)
         elif self.asking or (self.terminal and not self.leaving):
             reader.request("")
 
@@ -246,6 +296,17 @@ class Interactive:
             return await self.answer
         finally:
             self.answer = None
+
+
+def _typed_so_far() -> str:
+    """What is typed at the prompt and not sent yet (readline's line; empty without it)."""
+    module = sys.modules.get("readline")  # loaded by `LineReader.open` on a terminal only
+    if module is None:
+        return ""
+    try:
+        return str(module.get_line_buffer())
+    except (AttributeError, ValueError):
+        return ""
 
 
 def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> bool:

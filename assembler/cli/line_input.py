@@ -8,7 +8,8 @@ since a script cannot time its lines and means each one as a message of its own.
 
 On a terminal (stdin and stdout both), lines are read with `input()`, which uses
 readline when it is available: line editing, and a history kept in the user's data
-folder (`<data dir>/history`, private to the user) across sessions.
+folder (`<data dir>/history`, private to the user) across sessions, and Tab
+completes `/commands` and `@path` mentions (`completion`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ import queue
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from assembler.user_dirs import default_data_dir
+
+if TYPE_CHECKING:
+    from assembler.cli.completion import Completer
 
 HISTORY_LENGTH = 1000
 
@@ -97,9 +101,9 @@ class LineReader:
 
     # -- the terminal and the history ---------------------------------------------------
 
-    def open(self) -> None:
-        """Remember the terminal's settings, and load line editing and the history
-        (on a terminal with readline only)."""
+    def open(self, completer: Completer | None = None) -> None:
+        """Remember the terminal's settings, and load line editing, the history and
+        Tab completion with `completer` (on a terminal with readline only)."""
         if not self.terminal or self.prompt_stream is not None:
             return
         self._terminal_state = _terminal_settings()
@@ -109,6 +113,14 @@ class LineReader:
             import readline
         except ImportError:  # not every Python has it (Windows)
             return
+        if completer is not None:
+            completer.line = readline.get_line_buffer
+            readline.set_completer(completer.complete)
+            readline.set_completer_delims(" \t\n")  # `@src/app.py` is one word
+            if "libedit" in (readline.__doc__ or ""):  # macOS's readline
+                readline.parse_and_bind("bind ^I rl_complete")
+            else:
+                readline.parse_and_bind("tab: complete")
         path = history_file()
         readline.set_history_length(HISTORY_LENGTH)
         with contextlib.suppress(OSError):

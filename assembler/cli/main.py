@@ -35,6 +35,9 @@ _COMMANDS = {
     "memory": ("assembler.cli.memory", "memory"),
     "eval": ("assembler.cli.eval", "eval_command"),
     "sessions": ("assembler.cli.sessions", "sessions"),
+    "doctor": ("assembler.cli.doctor", "doctor"),
+    "view": ("assembler.cli.view", "view"),
+    "report": ("assembler.cli.report_cmd", "report"),
 }
 
 _HELP = {
@@ -49,7 +52,10 @@ _HELP = {
     "trace": "Show the audit trace of a run.",
     "memory": "List, show, add, remove and consolidate memory records.",
     "eval": "Run an agent over an eval file's tasks and report pass rates.",
-    "sessions": "List recorded sessions and show their transcripts.",
+    "sessions": "List recorded sessions, show their transcripts, turn one into a test.",
+    "view": "Look at sessions and eval results in a browser (local, read-only).",
+    "report": "Write a session or eval results as one self-contained HTML file.",
+    "doctor": "Report what this machine supports for the sandbox.",
 }
 
 

@@ -36,12 +36,14 @@ def _policy(manifest: Manifest) -> MemoryPolicy:
 
 def _open(manifest_path: Path, *, read_only: bool = False) -> tuple[Manifest, MemoryStore]:
     """The manifest's store; `read_only` for commands that only look (they write no
-    index, lock file or directory)."""
+    index, lock file or directory in the store; a store without an index of its own is
+    indexed once in the user's cache, for the next look)."""
     from assembler.memory.store import MemoryStore
 
     manifest = load(manifest_path, LoaderFlags())
     policy = _policy(manifest)
-    return manifest, MemoryStore.open(policy.store, policy, read_only=read_only)
+    store = MemoryStore.open(policy.store, policy, read_only=read_only, keep_index=read_only)
+    return manifest, store
 
 
 @click.group(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,11 +227,26 @@ def _text(preview: Preview, prompt_only: bool) -> str:
         lines.append("")
         lines.append(f"---- selected memories ({len(preview.memory)}) ----")
         lines.extend(preview.memory)
+    if preview.sandbox.get("declared"):
+        lines.extend(["", "---- sandbox ----", *_sandbox_lines(preview.sandbox)])
     if preview.output is not None:
         lines += ["", "---- output schema ----", json.dumps(preview.output, ensure_ascii=False)]
     if preview.first_message is not None:
         lines += ["", "---- first user message (task) ----", preview.first_message.rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+def _sandbox_lines(shown: Mapping[str, Any]) -> list[str]:
+    """The effective sandbox, one line per part, each server's own below it."""
+    lines = [f"filesystem: {shown['filesystem']}", f"network: {shown['network']}"]
+    for key in ("writable", "hidden", "allow_hosts", "unconfined"):
+        if shown.get(key):
+            lines.append(f"{key}: " + ", ".join(str(v) for v in shown[key]))
+    for name, server in dict(shown.get("servers", {})).items():
+        lines.append(
+            f"server {name}: filesystem {server['filesystem']}, network {server['network']}"
+        )
+    return lines
 
 
 def _is_terminal() -> bool:
@@ -288,6 +304,7 @@ def _json(preview: Preview, workspace: str, *, portable: bool = False) -> str:
         ],
         "selected_memories": list(preview.memory),
         "permissions": dict(preview.permissions),
+        "sandbox": {k: v for k, v in preview.sandbox.items() if k != "declared"},
         "unknown": list(preview.unknowns),
         "diagnostics": [issue.format() for issue in preview.diagnostics],
         **({"parameters": dict(preview.parameters)} if preview.parameters is not None else {}),

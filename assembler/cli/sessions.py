@@ -25,7 +25,7 @@ SESSION_DIR = click.option(
 
 @click.group(cls=SuggestingGroup, epilog="\b\nExample:\n  assemble sessions list")
 def sessions() -> None:
-    """List recorded sessions and show their transcripts."""
+    """List recorded sessions, show their transcripts, turn one into a test."""
 
 
 @sessions.command(
@@ -109,6 +109,75 @@ def show(session: str | None, agent_name: str | None, fmt: str, session_dir: Pat
         # session's, unchanged, there (on a terminal `for_stdout` has escaped them)
         shown = markdown_transcript(opened) if fmt == "md" else text_transcript(opened)
         click.echo(for_stdout(shown), nl=False, color=True)
+
+
+@sessions.command(
+    "to-test",
+    epilog="\b\nExample:\n  assemble sessions to-test 20261130T0915 --out evals/fees.eval.yaml\n"
+    "  assemble eval evals/fees.eval.yaml",
+)
+@click.argument("session")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The eval file to write (default: evals/session-ID.eval.yaml).",
+)
+@click.option("--task-id", help="The task's id (default: session-ID).")
+@click.option(
+    "--workspace",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The workspace as it was when the session started, when the session cannot "
+    "rebuild it (no git, changes too large).",
+)
+@click.option(
+    "--agent",
+    "agent_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The agent's manifest, when the session's is gone or was built from data.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["strict", "outcome"]),
+    default="strict",
+    show_default=True,
+    help="strict: any change in what the model sees fails the task; outcome: only the checks.",
+)
+@click.option("--force", is_flag=True, help="Replace files that exist.")
+@SESSION_DIR
+def to_test(
+    session: str,
+    out: Path | None,
+    task_id: str | None,
+    workspace: Path | None,
+    agent_file: Path | None,
+    mode: str,
+    force: bool,
+    session_dir: Path | None,
+) -> None:
+    """Turn SESSION (an id, an id prefix or a session file) into an eval task that
+    replays it offline: the model's side as a replay, what the model saw at each turn,
+    the user's prompts, the workspace as the session found it, and checks (the files
+    it changed, the tool calls in order, the answer). `assemble eval` on the file
+    reports the first thing the agent now sends differently, by name."""
+    from assembler.regress.convert import ConvertOptions, convert
+    from assembler.sessions.catalog import find_session, session_directories
+
+    found = find_session(session, session_directories(session_dir))
+    target = out or Path("evals") / f"session-{found.id}.eval.yaml"
+    options = ConvertOptions(
+        out=target, task_id=task_id, workspace=workspace, agent=agent_file, mode=mode
+    )
+    conversion = convert(found.path, options)
+    conversion.write(force=force)
+    click.echo(
+        f"wrote {conversion.eval_file} (task `{conversion.task_id}`, "
+        f"{conversion.sessions} session(s) replayed, {len(conversion.files)} files); "
+        f"{conversion.scrubber.summary()}",
+        err=True,
+    )
+    for note in conversion.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"run it: assemble eval {conversion.eval_file}", err=True)
 
 
 def _when(stamp: str) -> str:

@@ -5,8 +5,8 @@ path such as `/usr/bin/env is missing` is a message); `//text` sends `/text` to 
 model. An unknown command is an error message and is never sent to the model.
 
 `help`, `followup`, `tree` and `session` only look or queue, so they also work while
-the agent works; `compact`, `fork`, `new` and the extensions' commands change the
-conversation or run code, so they wait for the turn to end.
+the agent works; `compact`, `fork`, `new`, `reload` and the extensions' commands change
+the conversation or run code, so they wait for the turn to end.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from assembler.cli.prompt_changes import prompt_changes
 from assembler.cli.transcript import tree_lines, turn_ends
 from assembler.text import one_line, terminal_safe
 
@@ -38,6 +39,7 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "fork": ("/fork [ENTRY]", "go on in a new session from an earlier answer"),
     "tree": ("/tree", "the session's turns as a tree, branches included"),
     "new": ("/new", "start a new, empty session"),
+    "reload": ("/reload", "re-read skills, context files, templates, extensions; show the change"),
     "session": ("/session", "session id, file, token usage, context fill"),
     "exit": ("/exit", "leave (also /quit, Ctrl-D)"),
 }
@@ -214,6 +216,19 @@ async def _pick_answer(agent: Agent, ask: Ask) -> str:
     return line  # an entry id
 
 
+def reload(agent: Agent) -> None:
+    """Re-read the resources and say which sections of the prompt changed."""
+    before = agent.system_prompt()
+    agent.reload()
+    changes = prompt_changes(before, agent.system_prompt())
+    if not changes:
+        note("reloaded: the system prompt is unchanged")
+        return
+    note("reloaded; the system prompt changed:")
+    for line in changes:
+        click.echo(terminal_safe(f"  {line}"), err=True)
+
+
 def new_session(agent: Agent) -> None:
     old = agent.session.id if agent.session is not None else None
     session = agent.new_session()
@@ -242,5 +257,7 @@ async def slow(agent: Agent, slash: Slash, ask: Ask) -> None:
         await fork(agent, slash.argument, ask)
     elif slash.name == "new":
         new_session(agent)
+    elif slash.name == "reload":
+        reload(agent)
     else:
         await extension(agent.parts.commands[slash.name], slash.argument)

@@ -4,7 +4,9 @@ A one-shot run prints nothing on stdout until the answer is complete, and a mode
 take many seconds before its first token: without a sign of life, a person cannot tell
 a slow model from a hung one. The spinner lives on stderr, only when stderr is a
 terminal (never in a pipe, a log file or CI), draws only after a short quiet spell,
-and erases itself before anything else is printed. It uses no escape sequences, so
+and erases itself before anything else is printed. After a second of silence it says
+how long it has waited (`waiting for the model (12s)`): a slow model and a hung one
+differ by whether that number keeps growing. It uses no escape sequences, so
 `NO_COLOR` and dumb terminals get the same plain characters.
 """
 
@@ -55,7 +57,9 @@ class Spinner:
             self.drawn = 0
 
     def draw(self) -> None:
-        text = f"{FRAMES[self.frame % len(FRAMES)]} {self.label}"
+        waited = int(time.monotonic() - self.last)  # since anything last happened
+        elapsed = f" ({waited}s)" if waited >= 1 else ""
+        text = f"{FRAMES[self.frame % len(FRAMES)]} {self.label}{elapsed}"
         self.frame += 1
         self.stream.write("\r" + text.ljust(self.drawn))
         self.stream.flush()

@@ -6,8 +6,9 @@ end of its output, the files that changed, where the text was found (or the star
 answer it was not found in), which tools were called and what became of each call.
 
 `command` checks run through the `bash` tool itself, in the task's workspace: the same
-process-group handling (a timeout kills everything the command started) and the same
-environment without credentials as the agent's own commands. The temporary
+process handling (a timeout kills everything the command started, and whatever it
+left running is stopped before the next check), the same environment without
+credentials, and the same kernel sandbox as the agent's own commands. The temporary
 workspace's path reads `{workspace}` in their output, so results of the same runs
 compare equal wherever they ran.
 """
@@ -22,12 +23,16 @@ from typing import Any
 
 from assembler.errors import ToolError
 from assembler.eval.output_checks import check_output
+from assembler.eval.session_checks import files_equal, tool_sequence
 from assembler.eval.spec import VALUE_KINDS, Check
 from assembler.eval.workspace import differences, digests
 from assembler.permissions.path_patterns import PathPattern, compile_path_pattern
+from assembler.sandbox.runtime import Sandbox
+from assembler.sandbox.spec import SandboxSpec
 from assembler.tools.base import ToolContext
 from assembler.tools.builtin.bash import BASH_TOOL
 from assembler.tools.builtin.search import WorkerTimeout, run_in_worker
+from assembler.tools.processes import ProcessScope
 
 EVIDENCE_CHARS = 1500
 _SHOWN_PATHS = 10
@@ -84,15 +89,17 @@ async def run_checks(
     before: Mapping[str, str],
     check_timeout: float,
     output: Any = None,
+    sandbox: SandboxSpec | None = None,
 ) -> list[CheckResult]:
     """Run `checks` in order against the finished run; `before` holds the
-    fingerprints `unchanged` compares with."""
+    fingerprints `unchanged` compares with; `sandbox` confines `command` checks as it
+    confined the agent (None: unconfined)."""
     patterns = unchanged_patterns(checks)
     after = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
     results = []
     for check in checks:
         if check.kind == "command":
-            passed, evidence = await _command(check, workspace, check_timeout)
+            passed, evidence = await _command(check, workspace, check_timeout, sandbox)
         elif check.kind == "unchanged":
             passed, evidence = _unchanged(check, before, after)
         elif check.kind == "answer_contains":
@@ -101,16 +108,35 @@ async def run_checks(
             passed, evidence = await _answer_matches(check, answer, check_timeout)
         elif check.kind in VALUE_KINDS:
             passed, evidence = check_output(check, output)
+        elif check.kind == "files_equal":
+            passed, evidence = await asyncio.to_thread(files_equal, check, workspace)
+        elif check.kind == "tool_sequence":
+            passed, evidence = tool_sequence(check, calls)
         else:
             passed, evidence = _tool(check, calls)
         results.append(CheckResult(check.kind, check.describe(), passed, evidence))
     return results
 
 
-async def _command(check: Check, workspace: Path, default_timeout: float) -> tuple[bool, str]:
+async def _command(
+    check: Check, workspace: Path, default_timeout: float, spec: SandboxSpec | None
+) -> tuple[bool, str]:
     timeout = check.timeout or default_timeout
-    context = ToolContext(workspace=workspace, timeout=timeout, max_output_bytes=EVIDENCE_CHARS)
-    result = await BASH_TOOL.execute({"command": check.argument}, context)
+    sandbox = Sandbox.start(spec, workspace, workspace)
+    processes = ProcessScope()
+    context = ToolContext(
+        workspace=workspace,
+        timeout=timeout,
+        max_output_bytes=EVIDENCE_CHARS,
+        sandbox=sandbox,
+        processes=processes,
+    )
+    try:
+        result = await BASH_TOOL.execute({"command": check.argument}, context)
+    finally:
+        await processes.aclose()
+        if sandbox is not None:
+            sandbox.close()
     code = result.details.get("exit_code")
     output = _without_notes(result.content)
     for shown in {str(workspace.resolve()), str(workspace)}:  # the same on every machine
@@ -205,6 +231,7 @@ _BASH_NOTES = (
     "[killed by signal",
     "[output truncated",
     "[the command exited but",
+    "[sandbox: ",
 )
 
 

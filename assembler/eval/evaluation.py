@@ -22,6 +22,7 @@ from assembler.agent.team import TeamMember, load_team
 from assembler.errors import UsageError
 from assembler.eval.execute import run_task
 from assembler.eval.records import ResultsWriter, RunRecord
+from assembler.eval.replay_spec import child_scripts
 from assembler.eval.spec import EvalSpec, RunRequest
 from assembler.manifest.model import Manifest
 from assembler.trust import ProjectCode, TrustDecision, replay_code
@@ -159,7 +160,8 @@ def check_code(
 ) -> list[ProjectCode]:
     """The eval file's own project code, for the trust question: its `command` checks
     run in every task's workspace on the file's say-so, and the replays its tasks
-    name as their model (`scripted:...`) choose the agent's tool calls."""
+    name as their model (`scripted:...`), and the sub-agent replays of a replayed
+    session, choose the agents' tool calls."""
     commands: dict[str, list[str]] = {}
     for task in spec.tasks:
         for check in task.checks:
@@ -173,7 +175,14 @@ def check_code(
     if len(commands) > 10:
         items.append(ProjectCode(f"{len(commands) - 10} more check commands", root))
     if manifest is not None:
-        for model in dict.fromkeys(run.model for run in runs if run.model):
+        models = [run.model for run in runs if run.model]
+        models += [  # a replayed session's sub-agent replays choose their calls too
+            f"scripted:{script}"
+            for task in spec.tasks
+            if task.replay is not None
+            for script in child_scripts(task.replay.expected)
+        ]
+        for model in dict.fromkeys(models):
             items.extend(replay_code(manifest, model))
     return items
 

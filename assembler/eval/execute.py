@@ -31,6 +31,7 @@ from assembler.agent.team import TeamMember, load_team
 from assembler.errors import AssemblerError
 from assembler.eval.checks import CallSummary, CheckResult, run_checks, unchanged_patterns
 from assembler.eval.records import RunRecord, Status
+from assembler.eval.replay_run import ReplaySetup, replay_setup, start_workspace
 from assembler.eval.spec import RunRequest
 from assembler.eval.workspace import (
     copy_workspace,
@@ -40,6 +41,8 @@ from assembler.eval.workspace import (
     sweep_stale,
 )
 from assembler.manifest.model import Manifest
+from assembler.regress.drive import drive, ends_interrupted
+from assembler.regress.replay import install
 from assembler.runner.events import (
     Event,
     RunEnd,
@@ -115,31 +118,46 @@ class _Run:
     error: str = ""
     model: str = ""
     session: str = ""
+    replay: ReplaySetup | None = None
 
     def record(self) -> RunRecord:
         end, error = self.observed.end, self.error
-        if not error and end is None:
-            error = "the run ended without a result"
-        if not error and end is not None and end.reason == "error":
-            error = end.message or "the run failed"
-        status: Status = "error"
-        if not error and end is not None:
-            completed = end.reason == "completed"
-            status = "passed" if completed and all(c.passed for c in self.checks) else "failed"
+        replay = self.replay.check() if self.replay is not None else None
+        if replay is not None and not replay.passed and not self.error:
+            # a strict replay stopped at its first divergence: the task failed, and
+            # the `replay` check says where (the run's own end is that same stop)
+            self.checks = [replay]
+            end, error = None, ""
+            status: Status = "failed"
+        else:
+            if replay is not None:
+                self.checks = [replay, *self.checks]
+            if not error and end is None:
+                error = "the run ended without a result"
+            if not error and end is not None and end.reason == "error":
+                error = end.message or "the run failed"
+            status = "error"
+            if not error and end is not None:
+                completed = end.reason == "completed" or (
+                    end.reason == "cancelled" and ends_interrupted(self.request.task.messages)
+                )
+                passed = completed and all(c.passed for c in self.checks)
+                status = "passed" if passed else "failed"
+        last = self.observed.end
         return RunRecord(
             eval=self.request.eval_name,
             task=self.request.task.id,
             repeat=self.request.repeat,
             status=status,
             model=self.model,
-            reason=end.reason if end is not None else "",
-            message=end.message if end is not None else "",
+            reason=last.reason if last is not None else "",
+            message=last.message if last is not None else "",
             error=error,
             checks=tuple(self.checks),
-            answer=(end.text if end is not None else "")[:MAX_ANSWER_CHARS],
-            output=end.output if end is not None else None,
+            answer=(last.text if last is not None else "")[:MAX_ANSWER_CHARS],
+            output=last.output if last is not None else None,
             turns=self.observed.turns,
-            usage=end.usage.to_dict() if end is not None else dict(self.observed.usage),
+            usage=last.usage.to_dict() if last is not None else dict(self.observed.usage),
             tool_calls=tuple(self.observed.calls.values()),
             duration_s=time.perf_counter() - self.clock,
             timings=self.timings,
@@ -147,6 +165,7 @@ class _Run:
             worker=self.worker,
             started=self.started,
             metadata=self.request.task.metadata,
+            replay=self.replay.note() if self.replay is not None else "",
         )
 
 
@@ -204,23 +223,32 @@ async def _attempt(
     mark = time.perf_counter()
     # File copying and hashing wait on the disk: in a thread, so other runs' models and
     # commands go on meanwhile (agents are only ever built on this thread).
-    workspace = await asyncio.to_thread(
-        copy_workspace, request.workspace or manifest.workspace, scratch
-    )
+    workspace = await asyncio.to_thread(start_workspace, request, scratch)
+    if workspace is None:
+        workspace = await asyncio.to_thread(
+            copy_workspace, request.workspace or manifest.workspace, scratch
+        )
+    run.replay = replay_setup(request, manifest, workspace)
     patterns = unchanged_patterns(request.task.checks)
     before = await asyncio.to_thread(digests, workspace, patterns) if patterns else {}
     run.timings["copy"] = time.perf_counter() - mark
     async with asyncio.timeout(request.timeout):
         mark = time.perf_counter()
         with BUILD_LOCK:
-            agent = _build(request, team, workspace, trust)
+            agent = _build(request, team, workspace, trust, run.replay)
         run.timings["build"] = time.perf_counter() - mark
         run.session = str(agent.session.path) if agent.session is not None else ""
         mark = time.perf_counter()
+        task = request.task
         try:
-            prompt = request.task.prompt or None  # none: the agent's `task:`
-            params = request.task.params
-            async for event in agent.stream(prompt, params=params, max_turns=request.max_turns):
+            async for event in drive(
+                agent,
+                task.prompt or None,  # none: the agent's `task:`
+                task.messages,
+                params=task.params,
+                max_turns=request.max_turns,
+                stop_on_error=run.replay is not None and run.replay.strict,
+            ):
                 run.observed.add(event)
         finally:
             run.timings["run"] = time.perf_counter() - mark
@@ -239,6 +267,7 @@ async def _attempt(
         before=before,
         check_timeout=request.check_timeout,
         output=end.output,
+        sandbox=manifest.sandbox,
     )
     run.timings["checks"] = time.perf_counter() - mark
 
@@ -265,18 +294,27 @@ async def _remove(scratch: Path) -> None:
 
 
 def _build(
-    request: RunRequest, team: TeamMember, workspace: Path, trust: TrustDecision | None
+    request: RunRequest,
+    team: TeamMember,
+    workspace: Path,
+    trust: TrustDecision | None,
+    replay: ReplaySetup | None,
 ) -> Agent:
     """The agent working in the copy `workspace`, with every sub-agent that works in
-    the task's workspace moved there too; its code must be what `trust` covered."""
+    the task's workspace moved there too; its code must be what `trust` covered; a
+    replay's provider as its model."""
     team = rebase_team(team, team.manifest.workspace, workspace)
-    return build_agent(
+    agent = build_agent(
         team.manifest,
-        model=request.model,
+        model=replay.model if replay is not None else request.model,
+        provider=replay.provider if replay is not None else None,
         session_dir=request.session_dir / request.task.id,
         trust=trust,  # decided once, for the whole agent tree, before any task started
         team=team,
     )
+    if replay is not None:
+        install(agent, replay.provider)
+    return agent
 
 
 def _argument(arguments: Mapping[str, Any] | None) -> str:

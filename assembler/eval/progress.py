@@ -84,4 +84,8 @@ def _describe(record: RunRecord) -> str:
     if record.status != "passed":
         reason = " ".join(record.first_failure().split())
         text += ": " + (reason if len(reason) <= 200 else reason[:199] + "…")
+    elif record.replay and not any(check.kind == "replay" for check in record.checks):
+        # a replay in `outcome` mode: it did not decide, but what it found is news
+        note = " ".join(record.replay.split())
+        text += "; replay: " + (note if len(note) <= 200 else note[:199] + "…")
     return text

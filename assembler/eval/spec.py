@@ -22,6 +22,8 @@ CheckKind = Literal[
     "tool_not_called",
     "output_matches",
     "output_equals",
+    "files_equal",
+    "tool_sequence",
 ]
 CHECK_KINDS: tuple[CheckKind, ...] = (
     "command",
@@ -32,9 +34,13 @@ CHECK_KINDS: tuple[CheckKind, ...] = (
     "tool_not_called",
     "output_matches",
     "output_equals",
+    "files_equal",
+    "tool_sequence",
 )
 VALUE_KINDS = ("output_matches", "output_equals")
 """Checks whose argument is a JSON value (`value`), not text."""
+DATA_KINDS: tuple[CheckKind, ...] = ("files_equal", "tool_sequence")
+"""Checks whose value is data (`Check.expected`), not one string."""
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_CHECK_TIMEOUT = 60.0
@@ -43,7 +49,8 @@ DEFAULT_CHECK_TIMEOUT = 60.0
 @dataclass(frozen=True)
 class Check:
     """One check: `argument` is the command, text, regular expression or tool name;
-    `patterns` the path patterns of `unchanged`; `timeout` a command's own limit."""
+    `patterns` the path patterns of `unchanged`; `timeout` a command's own limit;
+    `expected` the data of `files_equal` (path -> content) and `tool_sequence` (names)."""
 
     kind: CheckKind
     argument: str = ""
@@ -51,21 +58,32 @@ class Check:
     timeout: float | None = None
     value: Any = None
     """The JSON value of `output_matches` / `output_equals`."""
+    expected: Any = field(default=None, compare=False)
+    """The data of `files_equal` / `tool_sequence`."""
 
     def describe(self) -> str:
         """The check as written, for summaries: `command: python3 -m unittest`."""
         if self.kind in VALUE_KINDS:
             text = json.dumps(self.value, ensure_ascii=False)
             return f"{self.kind}: {text if len(text) <= 120 else text[:119] + '…'}"
-        shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
+        if self.kind == "files_equal":
+            paths = list(self.expected or {})
+            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        elif self.kind == "tool_sequence":
+            shown = " ".join(self.expected or [])
+        else:
+            shown = ", ".join(self.patterns) if self.kind == "unchanged" else self.argument
         return f"{self.kind}: {shown}"
 
     def to_dict(self) -> dict[str, Any]:
-        if self.kind in VALUE_KINDS:
-            return {self.kind: self.value}
-        data: dict[str, Any] = {
-            self.kind: list(self.patterns) if self.kind == "unchanged" else self.argument
-        }
+        value: Any = self.argument
+        if self.kind == "unchanged":
+            value = list(self.patterns)
+        elif self.kind in VALUE_KINDS:
+            value = self.value
+        elif self.kind in DATA_KINDS:
+            value = self.expected
+        data: dict[str, Any] = {self.kind: value}
         if self.timeout is not None:
             data["timeout"] = self.timeout
         return data
@@ -81,7 +99,24 @@ class Check:
         if kind == "unchanged":
             patterns = (value,) if isinstance(value, str) else tuple(value)
             return cls(kind, patterns=patterns)
+        if kind == "files_equal":
+            return cls(kind, expected=dict(value))
+        if kind == "tool_sequence":
+            return cls(kind, expected=[str(name) for name in value])
         return cls(kind, str(value), timeout=None if timeout is None else float(timeout))
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """A task that replays a recorded session (`assemble sessions to-test`): the
+    expected inputs file (absolute) and the mode, `strict` (any divergence fails the
+    task) or `outcome` (only the checks count)."""
+
+    expected: str
+    mode: str = "strict"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expected": self.expected, "mode": self.mode}
 
 
 @dataclass(frozen=True)
@@ -104,12 +139,21 @@ class TaskSpec:
     runs_task: bool = field(default=False, compare=False)
     """Written without `prompt` and `prompt_file` (the agent's `task:` is the prompt);
     for validation only."""
+    messages: tuple[Mapping[str, Any], ...] = ()
+    """What the user did after `prompt`, in order: `prompt`, `steer` (with
+    `after_turn`), `follow_up`, `compact`, `interrupt` (see `eval.session_task`)."""
+    replay: ReplaySpec | None = None
+    start: str | None = None
+    """A workspace start file (absolute): the task's workspace is rebuilt from it."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "prompt": self.prompt,
             "params": None if self.params is None else dict(self.params),
+            "messages": [dict(m) for m in self.messages],
+            "replay": self.replay.to_dict() if self.replay is not None else None,
+            "start": self.start,
             "checks": [c.to_dict() for c in self.checks],
             "model": self.model,
             "max_turns": self.max_turns,
@@ -120,9 +164,15 @@ class TaskSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TaskSpec:
+        replay = data.get("replay")
         return cls(
             id=str(data["id"]),
             prompt=str(data["prompt"]),
+            messages=tuple(dict(m) for m in data.get("messages") or ()),
+            replay=ReplaySpec(str(replay["expected"]), str(replay.get("mode", "strict")))
+            if replay
+            else None,
+            start=data.get("start"),
             checks=tuple(Check.from_dict(c) for c in data.get("checks") or ()),
             model=data.get("model"),
             max_turns=data.get("max_turns"),

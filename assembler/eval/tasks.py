@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from assembler.errors import ManifestError
+from assembler.eval.replay_spec import (
+    resolve_check_files,
+    resolve_replay,
+    resolve_start,
+    workspace_path_problem,
+)
 from assembler.eval.spec import Check, TaskSpec
 from assembler.manifest.yaml_source import JsonPath, read_manifest_text
 from assembler.permissions.path_patterns import compile_path_pattern
@@ -97,7 +103,7 @@ def build_task(
     for index, data in enumerate(raw.get("checks") or ()):
         check = Check.from_dict(data)
         check_problems(check, ("checks", index, check.kind), report)
-        checks.append(check)
+        checks.append(resolve_check_files(check, base, report, ("checks", index, check.kind)))
     return TaskSpec(
         id=task_id,
         prompt=prompt or "",  # none: the agent's `task:` (checked against the agent)
@@ -109,6 +115,9 @@ def build_task(
         timeout=None if raw.get("timeout") is None else float(raw["timeout"]),
         metadata=dict(raw.get("metadata") or {}),
         origin=origin,
+        messages=tuple(dict(m) for m in raw.get("messages") or ()),
+        replay=resolve_replay(raw.get("replay"), base, report),
+        start=resolve_start(raw.get("start"), base, report),
     )
 
 
@@ -139,6 +148,11 @@ def check_problems(check: Check, where: JsonPath, report: Report) -> None:
         except re.error as e:
             at = f" at position {e.pos}" if e.pos is not None else ""
             report(where, f"not a valid regular expression: {e.msg}{at}")
+    elif check.kind == "files_equal":
+        for path in check.expected or {}:
+            problem = workspace_path_problem(path)
+            if problem:
+                report((*where, path), problem)
     elif check.kind == "unchanged":
         for index, pattern in enumerate(check.patterns):
             never = compile_path_pattern(pattern).never

@@ -109,7 +109,9 @@ def rebase_team(member: TeamMember, old: Path, new: Path) -> TeamMember:
     def move(manifest: Manifest) -> Manifest:
         workspace = Path(os.path.normpath(manifest.workspace.absolute()))
         if workspace.is_relative_to(old):
-            return rebase(manifest, new / workspace.relative_to(old))
+            manifest = rebase(manifest, new / workspace.relative_to(old))
+        if manifest.sandbox is not None:  # a sandbox inherited from an agent in `old` moves too
+            manifest = replace(manifest, sandbox=manifest.sandbox.moved(old, new))
         return manifest
 
     return member.mapped(move)

@@ -1,21 +1,33 @@
-"""Calling extension handlers with a deadline they cannot escape.
+"""Calling extension handlers with a deadline they cannot escape, cheaply when they are quick.
 
 A handler that does not finish within `limits.hook_timeout` is abandoned, whatever
 it does with cancellation: the caller stops waiting for it at the deadline and
 reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
 
-- A coroutine handler runs as its own task. At the deadline the task is cancelled
-  once and left: it is never awaited, because a handler that swallows
+- A coroutine handler's first step runs at once, on the loop, as a task's would
+  (in a copy of the context, as the current task): most handlers finish there, and
+  then cost no task, timer or loop iteration (issue 21). One that awaits something
+  goes on as a task, waited for until its deadline. At the deadline the task is
+  cancelled once and left: it is never awaited, because a handler that swallows
   `CancelledError` would keep the run waiting forever. The task is kept referenced
   (a pending task nobody holds may be garbage-collected mid-run). One second later
   (`REAP_GRACE`), if it still runs, its coroutine is closed, so a handler that
   ignores cancellation ends anyway and `asyncio.run` does not wait for it at exit;
-  `reap()` does the same for all of them at the end of the session.
-- A plain function runs in a worker thread, since Python cannot interrupt a call on
-  the event loop's own thread. A late one is left running in its thread (a daemon,
-  so it never holds up the exit) and that worker is retired; later calls get a new
-  one. Consecutive plain handlers of one event go to the worker in one batch, so an
-  event costs one thread hop, not one per handler.
+  `reap()` does the same for all of them at the end of the session. (A first step
+  that blocks the loop cannot be stopped, as before: nothing on the loop's thread can.)
+- A plain function runs in a worker thread (`handler_thread`), since Python cannot
+  interrupt a call on the event loop's own thread; the loop waits for it in place for
+  up to `BRIEF_WAIT`, then through the loop until its deadline. After a wait in place
+  that was not enough (slow handlers, or a thousand of them) the next events go
+  straight through the loop, until one is answered within `BRIEF_WAIT` again: slow
+  handlers never cost the loop that wait on every event. A late one is left
+  running in its thread and that thread is retired; later jobs get a new one.
+- A notification (`notify`: `turn_start`, `turn_end`, `session_start`) whose handlers
+  are all plain is not waited for: its job is queued and the run goes on. The next
+  event waits for it (`settle`), usually for free, since the thread runs it before
+  that event's own handlers; so does the end of a run. Its deadline is watched all the
+  same, and its failure is returned by the next `run` or `settle`, naming its event,
+  before any model request or tool call that follows it.
 
 Every abandonment becomes a diagnostic naming the extension (`take_diagnostics`).
 """
@@ -23,11 +35,8 @@ Every abandonment becomes a diagnostic naming the extension (`take_diagnostics`)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
-import queue
-import threading
 import time
 import weakref
 from collections.abc import Awaitable, Sequence
@@ -35,14 +44,22 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assembler.extensions.api import Handler
+from assembler.extensions.eager import start_eagerly
+from assembler.extensions.handler_thread import (
+    BRIEF_WAIT,
+    HandlerThread,
+    Outcome,
+    PlainJob,
+    watch_deadline,
+)
 
 REAP_GRACE = 1.0
 """Seconds a cancelled handler has to finish cleanly before its coroutine is closed."""
 
 
 def is_coroutine_handler(handler: Handler) -> bool:
-    """A coroutine function (or an object with an async `__call__`) runs as a task on
-    the event loop; anything else runs in the worker thread."""
+    """A coroutine function (or an object with an async `__call__`) runs on the event
+    loop; anything else runs in the worker thread."""
     call = getattr(handler, "__call__", None)  # noqa: B004 (an object with async __call__)
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
 
@@ -70,96 +87,41 @@ class Chain(Protocol):
 
 @dataclass(frozen=True)
 class HandlerFailure:
-    """The handler of `extension` raised `error`, or (error None) did not finish in time."""
+    """The handler of `extension` raised `error`, or (error None) did not finish in
+    time. `event` is set when the failure is an earlier notification's."""
 
     extension: str
     error: BaseException | None = None
+    event: str = ""
 
     def describe(self, event: str, timeout: float) -> str:
+        event = self.event or event
         if self.error is None:
             return f"{event} handler timed out after {timeout:g} s"
         return f"{event} handler failed: {type(self.error).__name__}: {self.error}"
 
 
-class _Job:
-    """A batch of plain handlers for the worker thread. `index` and `started` say
-    which handler runs and since when, so the event loop can tell a late one."""
+class Notification:
+    """Every handler gets the same event; what it returns is ignored."""
 
-    def __init__(
-        self,
-        steps: Sequence[Subscription],
-        chain: Chain,
-        loop: asyncio.AbstractEventLoop,
-        future: asyncio.Future[tuple[str, int, Any]],
-    ) -> None:
-        self.steps = steps
-        self.chain = chain
-        self.loop = loop
-        self.future = future
-        self.context = contextvars.copy_context()
-        self.index = 0
-        self.started = time.monotonic()
-        self.abandoned = False
-        self.timer: asyncio.TimerHandle | None = None  # a later deadline's check
+    def __init__(self, event: Any) -> None:
+        self.event = event
 
-    def run(self) -> None:
-        for index, step in enumerate(self.steps):
-            if self.abandoned:
-                return
-            self.index, self.started = index, time.monotonic()
-            try:
-                result = self.context.run(step.handler, self.chain.argument())
-            except BaseException as e:  # SystemExit in a handler is its failure, not ours
-                self._finish("failed", index, e)
-                return
-            if inspect.isawaitable(result):  # a plain function that returned a coroutine
-                self._finish("awaitable", index, result)
-                return
-            if self.abandoned:
-                return
-            try:
-                stop = self.chain.accept(step.extension, result)
-            except BaseException as e:
-                self._finish("invalid", index, e)
-                return
-            if stop:
-                self._finish("stopped", index, None)
-                return
-        self._finish("done", len(self.steps) - 1, None)
+    def argument(self) -> Any:
+        return self.event
 
-    def _finish(self, kind: str, index: int, value: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self.loop.call_soon_threadsafe(_resolve, self.future, (kind, index, value))
+    def accept(self, extension: str, result: Any) -> bool:
+        return False
 
 
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
+@dataclass
+class _InFlight:
+    """A notification's plain handlers, queued and not waited for."""
 
-
-def _resolve(future: asyncio.Future[tuple[str, int, Any]], outcome: tuple[str, int, Any]) -> None:
-    if not future.done():
-        future.set_result(outcome)
-
-
-class _Worker:
-    """One daemon thread running jobs in order until it is retired."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(
-            target=self._serve, name="assemble-extension-handlers", daemon=True
-        )
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            job.run()
-            if job.abandoned:  # retired: a new worker serves the calls after this one
-                return
-
-    def retire(self) -> None:
-        self.jobs.put(None)
+    event: str
+    steps: Sequence[Subscription]
+    job: PlainJob
+    watch: Any
 
 
 class HandlerCaller:
@@ -168,29 +130,34 @@ class HandlerCaller:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self.abandoned: set[asyncio.Future[Any]] = set()
-        self._worker: _Worker | None = None
+        self._thread: HandlerThread | None = None
         self._diagnostics: list[str] = []
+        self._in_flight: list[_InFlight] = []
+        self._brief_wait = BRIEF_WAIT  # 0 after a wait in place that was not enough
 
     def take_diagnostics(self) -> list[str]:
         """Abandoned handlers not reported yet."""
         taken, self._diagnostics = self._diagnostics, []
         return taken
 
+    # -- dispatching -------------------------------------------------------------------
+
     async def run(
         self, event: str, subscriptions: Sequence[Subscription], chain: Chain
     ) -> HandlerFailure | None:
         """Call each handler with `chain.argument()` and fold its result with
         `chain.accept`, until the chain stops; the first failure or late handler
-        ends the event and is returned."""
+        ends the event and is returned. Notifications still in flight are waited for
+        first, and a failure among them is returned instead (naming its event)."""
+        if self._in_flight and (not subscriptions or subscriptions[0].is_coroutine):
+            failure = await self.settle()
+            if failure is not None:
+                return failure
         index = 0
         while index < len(subscriptions):
             step = subscriptions[index]
             if step.is_coroutine:
-                try:
-                    awaitable = step.handler(chain.argument())
-                except Exception as e:
-                    return HandlerFailure(step.extension, e)
-                outcome = await self._await(event, step, awaitable, time.monotonic())
+                outcome = await self._call_coroutine(event, step, chain)
                 if isinstance(outcome, HandlerFailure):
                     return outcome
                 if chain.accept(step.extension, outcome[0]):
@@ -201,36 +168,166 @@ class HandlerCaller:
             while end < len(subscriptions) and not subscriptions[end].is_coroutine:
                 end += 1
             batch = subscriptions[index:end]
-            kind, at, value, started = await self._in_worker(event, batch, chain)
-            step = batch[at]
-            if kind == "late":
-                return HandlerFailure(step.extension)
-            if kind == "failed":
-                return HandlerFailure(step.extension, value)
-            if kind == "invalid":
-                raise value
-            if kind == "stopped":
+            job = self._submit(batch, chain)  # behind the notifications in flight, if any
+            ended = await self._wait(event, job, batch)
+            if self._in_flight:  # done before this job, unless one was late
+                failure = await self.settle()
+                if failure is not None:
+                    return failure
+            result = await self._after_batch(event, batch, chain, job, ended)
+            if not isinstance(result, int):
+                return result
+            if result < 0:
                 return None
-            if kind == "awaitable":
-                outcome = await self._await(event, step, value, started)
-                if isinstance(outcome, HandlerFailure):
-                    return outcome
-                if chain.accept(step.extension, outcome[0]):
-                    return None
-                index += at + 1
-                continue
-            index = end
+            index += result
         return None
+
+    async def notify(
+        self, event: str, subscriptions: Sequence[Subscription], argument: Any
+    ) -> HandlerFailure | None:
+        """Tell every handler of `event`. All plain: queued and not waited for (see
+        the module doc); otherwise run as `run` does, in order, waited for."""
+        if not subscriptions:
+            return None
+        chain = Notification(argument)
+        if any(step.is_coroutine for step in subscriptions):
+            return await self.run(event, subscriptions, chain)
+        job = self._submit(subscriptions, chain)
+        watch = watch_deadline(
+            job, self.timeout, lambda late: self._late(late, event, subscriptions)
+        )
+        self._in_flight.append(_InFlight(event, subscriptions, job, watch))
+        return None
+
+    async def settle(self) -> HandlerFailure | None:
+        """Wait for the notifications in flight; the first failure, naming its event."""
+        first: HandlerFailure | None = None
+        while self._in_flight:
+            flight = self._in_flight.pop(0)
+            try:
+                outcome = await self._wait(flight.event, flight.job, flight.steps)
+            finally:
+                flight.watch.cancel()
+            result = await self._after_batch(
+                flight.event, flight.steps, flight.job.chain, flight.job, outcome
+            )
+            if isinstance(result, int) and 0 <= result < len(flight.steps):
+                rest = flight.steps[result:]
+                result = await self.run(flight.event, rest, flight.job.chain)
+            if isinstance(result, HandlerFailure) and first is None:
+                first = HandlerFailure(result.extension, result.error, result.event or flight.event)
+        return first
+
+    async def _after_batch(
+        self,
+        event: str,
+        batch: Sequence[Subscription],
+        chain: Chain,
+        job: PlainJob,
+        outcome: Outcome,
+    ) -> HandlerFailure | int | None:
+        """What a plain batch's outcome means: a failure, -1 (the chain stopped), or
+        how many handlers of the batch are done (the rest, if any, still to run)."""
+        kind, at, value = outcome
+        step = batch[at]
+        if kind == "late":
+            return HandlerFailure(step.extension)
+        if kind == "failed":
+            return HandlerFailure(step.extension, value)
+        if kind == "invalid":
+            raise value
+        if kind == "stopped":
+            return -1
+        if kind == "awaitable":
+            started = job.started if job.started is not None else time.monotonic()
+            awaited = await self._await(event, step, value, started)
+            if isinstance(awaited, HandlerFailure):
+                return awaited
+            return -1 if chain.accept(step.extension, awaited[0]) else at + 1
+        return len(batch)
+
+    # -- plain handlers --------------------------------------------------------------------
+
+    def _submit(self, batch: Sequence[Subscription], chain: Chain) -> PlainJob:
+        job = PlainJob(batch, chain, asyncio.get_running_loop())
+        self._handler_thread().jobs.put(job)
+        return job
+
+    def _handler_thread(self) -> HandlerThread:
+        thread = self._thread
+        if thread is None:
+            thread = self._thread = HandlerThread()
+            # hooks replaced by `agent.reload()` are dropped, not closed: their idle
+            # thread ends when they are collected
+            weakref.finalize(self, thread.retire)
+        return thread
+
+    async def _wait(self, event: str, job: PlainJob, batch: Sequence[Subscription]) -> Outcome:
+        """The job's outcome: in place when it is quick, else through the loop, with
+        its deadline watched."""
+        started = time.monotonic()
+        outcome = job.wait_briefly(min(self._brief_wait, self.timeout))
+        if outcome is not None:
+            return outcome
+        future = job.waited_future()
+        watch = watch_deadline(job, self.timeout, lambda late: self._late(late, event, batch))
+        try:
+            outcome = await future
+            quick = time.monotonic() - started < BRIEF_WAIT
+            self._brief_wait = BRIEF_WAIT if quick else 0.0
+            return outcome
+        except asyncio.CancelledError:  # the run was cancelled: leave the handler
+            job.abandon()
+            self._retire()
+            raise
+        finally:
+            watch.cancel()
+
+    def _late(self, job: PlainJob, event: str, batch: Sequence[Subscription]) -> None:
+        """A job was declared late: its thread is retired, the jobs queued behind it
+        go to a new one."""
+        self._retire()
+        self._note(batch[job.index], event, "it still runs in its thread")
+
+    def _retire(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        waiting = thread.retire()
+        if waiting:
+            fresh = self._handler_thread()
+            for job in waiting:
+                fresh.jobs.put(job)
+
+    # -- coroutine handlers ----------------------------------------------------------------
+
+    async def _call_coroutine(
+        self, event: str, step: Subscription, chain: Chain
+    ) -> tuple[Any] | HandlerFailure:
+        started = time.monotonic()
+        try:
+            awaitable = step.handler(chain.argument())
+        except Exception as e:
+            return HandlerFailure(step.extension, e)
+        return await self._await(event, step, awaitable, started)
 
     async def _await(
         self, event: str, step: Subscription, awaitable: Awaitable[Any], started: float
     ) -> tuple[Any] | HandlerFailure:
         """The handler's result (in a 1-tuple, as it may be None), or its failure."""
-        try:
-            task = asyncio.ensure_future(awaitable)
-        except TypeError as e:
-            return HandlerFailure(step.extension, e)
         loop = asyncio.get_running_loop()
+        if inspect.iscoroutine(awaitable):
+            first = start_eagerly(loop, awaitable, contextvars.copy_context())
+            if isinstance(first, tuple):
+                return first
+            if isinstance(first, BaseException):
+                return HandlerFailure(step.extension, first)
+            task: asyncio.Future[Any] = first
+        else:
+            try:
+                task = asyncio.ensure_future(awaitable)
+            except TypeError as e:
+                return HandlerFailure(step.extension, e)
         finished: asyncio.Future[bool] = loop.create_future()  # True: done, False: late
         timer = loop.call_later(started + self.timeout - time.monotonic(), _settle, finished, False)
         task.add_done_callback(lambda _: _settle(finished, True))
@@ -250,51 +347,6 @@ class HandlerCaller:
         if error is not None:
             return HandlerFailure(step.extension, error)
         return (task.result(),)
-
-    async def _in_worker(
-        self, event: str, batch: Sequence[Subscription], chain: Chain
-    ) -> tuple[str, int, Any, float]:
-        """Run a batch of plain handlers in the worker thread: (outcome, index of the
-        handler it concerns, value, when that handler started)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[tuple[str, int, Any]] = loop.create_future()
-        job = _Job(batch, chain, loop, future)
-        worker = self._worker
-        if worker is None:
-            worker = self._worker = _Worker()
-            # hooks replaced by `agent.reload()` are dropped, not closed: their idle
-            # worker thread ends when they are collected
-            weakref.finalize(self, worker.retire)
-        worker.jobs.put(job)
-        timer = loop.call_later(self.timeout, self._check, job)
-        try:
-            kind, index, value = await future
-        except asyncio.CancelledError:  # the run was cancelled: leave the handler
-            self._retire(job, worker)
-            raise
-        finally:
-            (job.timer or timer).cancel()
-        if kind == "late":
-            self._retire(job, worker)
-            self._note(batch[index], event, "it still runs in its thread")
-        return kind, index, value, job.started
-
-    def _check(self, job: _Job) -> None:
-        """At a deadline (on the loop): is the handler running now late? Batches move
-        on to the next handler with a deadline of its own, so look again then."""
-        if job.future.done():
-            return
-        late_by = time.monotonic() - (job.started + self.timeout)
-        if late_by >= 0:
-            job.future.set_result(("late", job.index, None))
-        else:
-            job.timer = job.loop.call_later(-late_by, self._check, job)
-
-    def _retire(self, job: _Job, worker: _Worker) -> None:
-        job.abandoned = True
-        worker.retire()
-        if self._worker is worker:
-            self._worker = None
 
     def _abandon(
         self, task: asyncio.Future[Any], step: Subscription, event: str, *, late: bool = True
@@ -342,6 +394,10 @@ class HandlerCaller:
         """At the end of the session: cancel abandoned handlers that still run, give
         them up to `REAP_GRACE` seconds, close the rest (so nothing waits for them at
         exit), and retire the worker thread."""
+        for flight in self._in_flight:
+            flight.watch.cancel()
+            flight.job.abandon()
+        self._in_flight.clear()
         pending = [task for task in self.abandoned if not task.done()]
         if pending:
             for task in pending:
@@ -349,6 +405,11 @@ class HandlerCaller:
             await asyncio.wait(pending, timeout=min(self.timeout, REAP_GRACE))
             for task in pending:
                 self._close(task)
-        if self._worker is not None:
-            self._worker.retire()
-            self._worker = None
+        if self._thread is not None:
+            self._thread.retire()
+            self._thread = None
+
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)

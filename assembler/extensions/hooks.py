@@ -18,7 +18,10 @@
   `ExtensionError`.
 
 Every handler has `limits.hook_timeout` seconds, and a late one is abandoned
-whatever it does with cancellation (`assembler.extensions.calls`).
+whatever it does with cancellation (`assembler.extensions.calls`). Notifications
+(`turn_start`, `turn_end`, `session_start`) with only plain handlers are not waited
+for; their failure is raised by the next hook, before any request or tool call that
+follows, and at the end of the run.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from assembler.extensions.api import (
     ToolResultEvent,
     TurnEvent,
 )
-from assembler.extensions.calls import HandlerCaller, HandlerFailure, Subscription
+from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
 from assembler.extensions.loader import LoadedExtension
 from assembler.frozen import thaw
 from assembler.messages import (
@@ -94,26 +97,40 @@ class ExtensionHooks:
         return error
 
     async def _notify(self, event: str, argument: Any) -> None:
-        subscriptions = self.subscriptions.get(event)
-        if not subscriptions:
-            return
-        failure = await self.caller.run(event, subscriptions, _Notify(argument))
+        """Tell the handlers of `event`; plain ones are not waited for (a failure is
+        raised by the next hook, before any request or tool call that follows)."""
+        failure = await self.caller.notify(event, self.subscriptions.get(event, ()), argument)
         if failure is not None:
             raise self._fail(event, failure)
 
+    async def _settled(self) -> None:
+        """Wait for the notifications in flight; raise the first failure among them."""
+        failure = await self.caller.settle()
+        if failure is not None:
+            raise self._fail(failure.event, failure)
+
     async def on_run_start(self, prompt: str) -> None:
-        return None
+        await self._settled()
 
     async def on_run_end(self, reason: str) -> None:
-        return None
+        if reason != "cancelled":  # a cancelled run stops at once; `session_end` reaps
+            await self._settled()
 
     async def session_start(self) -> None:
         await self._notify("session_start", SessionEvent(self.agent))
 
     async def session_end(self, reason: str = "") -> None:
-        """Tell the extensions; then stop what is left of abandoned handlers."""
+        """Tell the extensions (after what is still in flight); then stop what is left
+        of abandoned handlers."""
         try:
-            await self._notify("session_end", SessionEvent(self.agent, reason))
+            earlier = await self.caller.settle()
+            subscriptions = self.subscriptions.get("session_end")
+            failure = None
+            if subscriptions:
+                chain = Notification(SessionEvent(self.agent, reason))
+                failure = await self.caller.run("session_end", subscriptions, chain)
+            if earlier is not None or failure is not None:
+                raise self._fail("session_end", earlier or failure)  # type: ignore[arg-type]
         finally:
             await self.caller.reap()
 
@@ -126,6 +143,7 @@ class ExtensionHooks:
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
         subscriptions = self.subscriptions.get("context")
         if not subscriptions:
+            await self._settled()
             return messages
         chain = _ContextChain(list(messages))  # one copy protects the history
         failure = await self.caller.run("context", subscriptions, chain)
@@ -136,6 +154,7 @@ class ExtensionHooks:
     async def before_tool_call(self, call: ToolCall) -> CallDecision:
         subscriptions = self.subscriptions.get("tool_call")
         if not subscriptions:
+            await self._settled()
             return ALLOW
         event = ToolCallEvent(
             call, self.tool_sources.get(call.name, ""), self.workspace, current_permission.get()
@@ -143,6 +162,8 @@ class ExtensionHooks:
         chain = _ToolCallChain(event)
         failure = await self.caller.run("tool_call", subscriptions, chain)
         if failure is not None:
+            if failure.event:  # an earlier notification's: the run fails, as it would have
+                raise self._fail(failure.event, failure)
             reason = failure.describe("tool_call", self.timeout)
             return CallDecision(True, f"{reason} (fail closed)", failure.extension)
         return chain.decision
@@ -150,25 +171,13 @@ class ExtensionHooks:
     async def after_tool_result(self, call: ToolCall, result: ToolResult) -> ResultOutcome:
         subscriptions = self.subscriptions.get("tool_result")
         if not subscriptions:
+            await self._settled()
             return ResultOutcome(result)
         chain = _ResultChain(ToolResultEvent(call, result).call, result)
         failure = await self.caller.run("tool_result", subscriptions, chain)
         if failure is not None:
             raise self._fail("tool_result", failure)
         return ResultOutcome(chain.result, tuple(chain.rewritten))
-
-
-class _Notify:
-    """Every handler gets the same event; what it returns is ignored."""
-
-    def __init__(self, event: Any) -> None:
-        self.event = event
-
-    def argument(self) -> Any:
-        return self.event
-
-    def accept(self, extension: str, result: Any) -> bool:
-        return False
 
 
 class _ToolCallChain:

@@ -42,6 +42,7 @@ from assembler.manifest.schema import schema_issues
 from assembler.manifest.schema_file import read_schema_file, schema_file_reference
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
 from assembler.safe_read import FileRefused, read_small_text
+from assembler.sandbox.spec import SandboxSpec
 
 DEFAULT_MEMORY_STORE = ".assembler/memory"
 
@@ -129,6 +130,7 @@ class _ManifestBuilder:
             ),
             task=self.task(d.get("task")),
             output=self.output(d.get("output")),
+            sandbox=SandboxSpec.from_data(d["sandbox"]) if "sandbox" in d else None,
             source=self.source,
         )
 
@@ -244,6 +246,7 @@ class _ManifestBuilder:
             timeout=float(raw.get("timeout", 30.0)),
             url_template=raw.get("url"),
             header_templates=dict(raw.get("headers", {})),
+            sandbox=SandboxSpec.from_data(raw["sandbox"]) if "sandbox" in raw else None,
         )
 
     def memory(self, raw: Mapping[str, Any] | None, workspace: Path) -> MemoryPolicy | None:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
 from assembler.messages import ForcedTool, ToolChoice
+from assembler.sandbox.spec import SandboxSpec
 
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 """A tool name as the schema's `toolName` allows it."""
@@ -92,6 +93,8 @@ class MCPServerSpec:
     url_template: str | None = None
     """`url` as the manifest writes it, `${VAR}` unexpanded: what is shown."""
     header_templates: Mapping[str, str] = field(default_factory=dict)
+    sandbox: SandboxSpec | None = None
+    """A stdio server's own sandbox (`sandbox:` on the server); None: the agent's."""
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -321,6 +324,8 @@ class Manifest:
     parameters: tuple[ParameterSpec, ...] = ()
     task: TaskTemplate | None = None
     output: OutputSpec | None = None
+    sandbox: SandboxSpec | None = None
+    """The `sandbox:` block; None when the manifest has none (nothing is confined)."""
     source: SourceMap | None = field(default=None, compare=False, repr=False)
 
     @property

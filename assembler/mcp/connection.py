@@ -38,6 +38,7 @@ from assembler.mcp.results import render_result
 from assembler.mcp.session_task import CLIENT_INFO, SessionTask
 from assembler.mcp.stdio import StdioTransport
 from assembler.mcp.transport import Transport
+from assembler.sandbox.runtime import Sandbox
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.urls import display_url
 
@@ -57,10 +58,13 @@ __all__ = [
 MAX_TOOL_PAGES = 100
 
 
-def make_transport(spec: MCPServerSpec, workspace: Path) -> Transport:
-    """The transport `spec` declares: a `command` is stdio, a `url` is HTTP."""
+def make_transport(
+    spec: MCPServerSpec, workspace: Path, sandbox: Sandbox | None = None
+) -> Transport:
+    """The transport `spec` declares: a `command` is stdio (confined by `sandbox`
+    unless the server declares its own), a `url` is HTTP."""
     if spec.transport == "stdio":
-        return StdioTransport(spec, workspace)
+        return StdioTransport(spec, workspace, sandbox)
     return HTTPTransport(spec)
 
 
@@ -71,10 +75,12 @@ class MCPConnection:
     `await connection.start()` ... `await connection.close()`, or `async with`.
     """
 
-    def __init__(self, spec: MCPServerSpec, *, workspace: Path) -> None:
+    def __init__(
+        self, spec: MCPServerSpec, *, workspace: Path, sandbox: Sandbox | None = None
+    ) -> None:
         self.spec = spec
         self.workspace = workspace
-        self._transport = make_transport(spec, workspace)
+        self._transport = make_transport(spec, workspace, sandbox)
         self._task = SessionTask(
             spec.name,
             self._transport,

@@ -4,10 +4,16 @@ The process gets a minimal environment (`assembler.mcp.environment`), so the age
 provider keys and any other secret in the user's shell never reach a third-party
 program, and its stderr goes to a `StderrTail`, whose last lines explain a failed
 start or a crash.
+
+It runs confined: by the server's own `sandbox:` when it declares one (many servers
+need the network), else by the agent's. The SDK starts the process, so the command
+is wrapped (`python -I -S assembler/sandbox/confine.py POLICY -- COMMAND ARGS`): the
+wrapper confines itself, then execs the server, which inherits it.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +27,8 @@ from assembler.manifest.model import MCPServerSpec
 from assembler.mcp.environment import server_environment
 from assembler.mcp.errlog import StderrTail
 from assembler.mcp.transport import Transport
+from assembler.sandbox import confine
+from assembler.sandbox.runtime import Sandbox
 
 if TYPE_CHECKING:
     from assembler.mcp.transport import Streams
@@ -35,9 +43,12 @@ class StdioTransport(Transport):
 
     lost_reason = "the server process exited or closed its output"
 
-    def __init__(self, spec: MCPServerSpec, workspace: Path) -> None:
+    def __init__(
+        self, spec: MCPServerSpec, workspace: Path, sandbox: Sandbox | None = None
+    ) -> None:
         super().__init__(spec)
         self.workspace = workspace
+        self.sandbox = sandbox
         self._stderr: StderrTail | None = None
 
     @property
@@ -47,12 +58,20 @@ class StdioTransport(Transport):
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Streams]:
         spec = self.spec
-        params = StdioServerParameters(
-            command=spec.command or "",
-            args=list(spec.args),
-            env=server_environment(spec.env),
-            cwd=str(self.cwd),
-        )
+        own = None
+        if spec.sandbox is not None:  # the server's own, for as long as it runs
+            own = Sandbox.start(spec.sandbox, self.workspace.resolve(), Path(spec.name))
+        sandbox = own if spec.sandbox is not None else self.sandbox
+        command, args = spec.command or "", list(spec.args)
+        env = server_environment(spec.env)
+        if sandbox is not None:
+            policy = sandbox.policy()
+            env.update(policy.env)
+            command, args = (
+                sys.executable,
+                ["-I", "-S", confine.__file__, policy.to_json(), "--", command, *args],
+            )
+        params = StdioServerParameters(command=command, args=args, env=env, cwd=str(self.cwd))
         tail = self._stderr = StderrTail()
         try:
             async with stdio_client(params, errlog=tail.writer()) as streams:
@@ -60,6 +79,8 @@ class StdioTransport(Transport):
                 yield streams
         finally:
             tail.release_writer()
+            if own is not None:
+                own.close()
 
     def describe(self) -> str:
         # Arguments are left out: `${VAR}` interpolation often puts tokens there.

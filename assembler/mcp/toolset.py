@@ -27,6 +27,7 @@ import mcp_types as types
 from assembler.errors import MCPError
 from assembler.manifest.model import MCPServerSpec, MCPToolSet
 from assembler.mcp.connection import MCPConnection, MCPDiagnostic
+from assembler.sandbox.runtime import Sandbox
 from assembler.tools.base import Tool, ToolContext, ToolFunction, ToolResult
 
 # What OpenAI and Anthropic accept as a tool name.
@@ -84,13 +85,18 @@ class MCPToolsets:
 
 
 async def connect_tool_sets(
-    sets: Sequence[MCPToolSet], workspace: Path, *, strict: bool = True
+    sets: Sequence[MCPToolSet],
+    workspace: Path,
+    *,
+    strict: bool = True,
+    sandbox: Sandbox | None = None,
 ) -> MCPToolsets:
     """Start the servers `sets` use, list their tools and build the `Tool` objects.
 
     With `strict` (the default) a server that cannot start or list its tools raises
     `MCPError` after every other server was shut down again; without it, that server
     becomes an error diagnostic and the other servers' tools are still returned.
+    `sandbox` confines stdio servers that declare no `sandbox:` of their own.
     """
     specs: dict[str, MCPServerSpec] = {}
     diagnostics: list[MCPDiagnostic] = []
@@ -106,7 +112,10 @@ async def connect_tool_sets(
                 )
             )
 
-    connections = {name: MCPConnection(spec, workspace=workspace) for name, spec in specs.items()}
+    connections = {
+        name: MCPConnection(spec, workspace=workspace, sandbox=sandbox)
+        for name, spec in specs.items()
+    }
     try:
         listings = await asyncio.gather(
             *(_start_and_list(c) for c in connections.values()), return_exceptions=True

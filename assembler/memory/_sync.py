@@ -18,10 +18,14 @@ directory stamp in one transaction. A change made by hand in the instant between
 store's own write and its stamp being taken is the one thing this can miss, until the
 next scan.
 
-A read-only store never writes: it uses the index on disk when that agrees with the
-files; otherwise it reconciles a private copy in memory, and when there is no index (a
-fresh clone: the index is not committed) it builds one in memory from the files, which
-costs what a rebuild costs. A pending journal is left for the next writer.
+A read-only store never writes in the store: it uses the index on disk when that
+agrees with the files; otherwise it reconciles a private copy in memory, and when there
+is no usable index (a fresh clone: the index is not committed) it uses the one kept for
+it in the user's cache (`_kept`), built there from the files the first time and
+reconciled like the store's own afterwards when the store may keep one (`assemble
+memory list`; never a dry run, which writes nothing anywhere and then indexes in
+memory). A read-only store reads nothing until it is asked something
+(`MemoryStore.open`). A pending journal is left for the next writer.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from assembler.errors import MemoryStoreError
 from assembler.files import fsync_directory
 from assembler.memory._files import atomic_write, exclusive_lock, file_stamp
 from assembler.memory._index_types import DirectoryStamp, Stamp
+from assembler.memory._kept import kept_index_home
 from assembler.memory._scan import scan
 from assembler.memory.index import IndexState, StoreIndex, UnusableIndexError
 from assembler.memory.journal import JOURNAL_FILE, DamagedJournalError, read_journal
@@ -60,6 +65,7 @@ class IndexKeeper:
 
     path: Path
     read_only: bool
+    keep_index: bool
     max_body_bytes: int
     _root: str
     _index: StoreIndex
@@ -110,14 +116,15 @@ class IndexKeeper:
         with exclusive_lock(self.path / LOCK_FILE):
             yield
 
-    def _is_current(self, state: IndexState) -> bool:
-        """Whether the index agrees with the directory, judged without a scan: the
-        directory's stamp, no pending journal, no invalid file changed."""
+    def _is_current(self, state: IndexState, index: StoreIndex | None = None) -> bool:
+        """Whether the index (this store's, or `index`) agrees with the directory,
+        judged without a scan: the directory's stamp, no pending journal, no invalid
+        file changed."""
         if state.directory is None or directory_stamp(self.path) != state.directory:
             return False
         if self._journal_path.exists():
             return False
-        for file, bad in self._index.invalid().items():
+        for file, bad in (index or self._index).invalid().items():
             try:
                 if file_stamp(self.path / file) != bad.stamp:
                     return False
@@ -165,11 +172,20 @@ class IndexKeeper:
 
     def _open_read_only(self, *, force: bool = False) -> None:
         """Point a read-only store at the index on disk when it agrees with the files,
-        else at a private copy (or a new index) in memory, reconciled there."""
-        try:
-            disk: StoreIndex | None = StoreIndex.open_existing(self.path)
-        except (FileNotFoundError, UnusableIndexError):
-            disk = None
+        else at a private copy in memory, reconciled there. With no usable index in the
+        store, the one kept for it in the user's cache (`_kept`) stands in for it: built
+        or brought up to date there when the store `keep_index`es, else used as it is
+        (a dry run writes nothing, anywhere)."""
+        disk = _existing_index(self.path)
+        if disk is None and self.keep_index:
+            kept = self._kept_index(force=force)
+            if kept is not None:
+                old, self._index = self._index, kept
+                old.close()
+                self._note_interrupted_change()
+                return
+        if disk is None:
+            disk = _existing_index(kept_index_home(self._root))
         if disk is not None:
             old, self._index = self._index, disk
             old.close()
@@ -180,10 +196,35 @@ class IndexKeeper:
         if disk is not None:
             disk.close()
         self._scan_into(memory, cleanup=False)
+        self._note_interrupted_change()
+
+    def _note_interrupted_change(self) -> None:
         if self._journal_path.exists():
             self._notes.append(
                 f"{self.path}: a change was interrupted; the next writer completes it"
             )
+
+    def _kept_index(self, *, force: bool) -> StoreIndex | None:
+        """The index kept for this store in the user's cache, brought up to date with
+        the files (built from them the first time); None, with a note, when the cache
+        cannot be used (the index is then built in memory, as before)."""
+        home = kept_index_home(self._root)
+        try:
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with exclusive_lock(home / LOCK_FILE):  # one builder at a time
+                index, _ = StoreIndex.open(home)
+                try:
+                    if force or not self._is_current(index.state(), index):
+                        self._scan_into(index, cleanup=False)
+                except BaseException:
+                    index.close()
+                    raise
+        except (OSError, MemoryStoreError, UnusableIndexError) as e:
+            self._notes.append(
+                f"{self.path}: no index could be kept in {home} ({e}); indexed in memory"
+            )
+            return None
+        return index
 
     def _replay_journal(self) -> None:
         try:
@@ -212,6 +253,15 @@ class IndexKeeper:
         legacy = self.path / LEGACY_INDEX_FILE
         if is_legacy_index(legacy):
             self._unlink(legacy)
+
+
+def _existing_index(store: Path) -> StoreIndex | None:
+    """The index under `store`, opened read-only as it is; None when there is none or
+    it cannot be used."""
+    try:
+        return StoreIndex.open_existing(store)
+    except (FileNotFoundError, UnusableIndexError):
+        return None
 
 
 def is_legacy_index(path: Path) -> bool:

@@ -24,7 +24,9 @@ keeps each read consistent. A writer killed at any point leaves either the old i
 (and a directory that no longer matches it, so the next open scans) or the new one.
 
 Opening read-only (`assemble render --dry-run`, `assemble memory list`) writes nothing
-at all: no index, lock, directory or `.gitignore`.
+in the store: no index, lock, directory or `.gitignore`; it reads nothing until asked,
+and a store with no index of its own is indexed once in the user's cache when the
+caller allows it (`keep_index`: `assemble memory list`, not a dry run; see `_kept`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ from assembler.memory._scan import IndexedRecord, index_record, load_record
 from assembler.memory._sync import IndexKeeper, directory_stamp
 from assembler.memory.index import IndexFailureError, IndexState, StoreIndex, UnusableIndexError
 from assembler.memory.journal import JOURNAL_FILE, encode_journal
-from assembler.memory.records import DEFAULT_MAX_BODY_BYTES, MemoryRecord, to_markdown
+from assembler.memory.records import (
+    DEFAULT_MAX_BODY_BYTES,
+    MemoryRecord,
+    is_valid_name,
+    to_markdown,
+)
 
 if TYPE_CHECKING:
     from assembler.manifest.model import MemoryPolicy
@@ -59,13 +66,20 @@ class MemoryStore(IndexKeeper):
     """A directory of memory records. Use `MemoryStore.open`."""
 
     def __init__(
-        self, path: Path, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, read_only: bool = False
+        self,
+        path: Path,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        read_only: bool = False,
+        keep_index: bool = False,
     ) -> None:
         self.path = path
         self.max_body_bytes = max_body_bytes
         self.read_only = read_only
+        self.keep_index = keep_index
         self._root = os.path.realpath(path)
-        self._index = StoreIndex.in_memory()
+        self._current = StoreIndex.in_memory()
+        self._deferred = False  # a read-only open not looked at yet (see `_index`)
         self._notes: list[str] = []
         self._changes = -1
         self.generation = 0
@@ -81,18 +95,23 @@ class MemoryStore(IndexKeeper):
         *,
         max_body_bytes: int | None = None,
         read_only: bool = False,
+        keep_index: bool = False,
     ) -> MemoryStore:
         """Open (creating if needed) the store at `path`, its index brought up to date.
 
-        `read_only` opens without writing anything (see the module doc): a missing
-        store is empty, and every write raises `MemoryStoreError`.
+        `read_only` opens without writing anything in the store (see the module doc):
+        a missing store is empty, and every write raises `MemoryStoreError`. With
+        `keep_index`, a store without an index of its own gets one kept in the user's
+        cache for later read-only opens (`_kept`); without, nothing is written anywhere.
         """
         limit = max_body_bytes or (policy.record_max_bytes if policy else DEFAULT_MAX_BODY_BYTES)
-        store = cls(Path(path), max_body_bytes=limit, read_only=read_only)
+        store = cls(Path(path), max_body_bytes=limit, read_only=read_only, keep_index=keep_index)
         if read_only:
-            if store.path.is_dir():
-                store._open_read_only()
-            store._seen(store._index.state())
+            # Nothing is read until something is asked: `render --dry-run` without
+            # `--input` only needs the store for the `remember` tool.
+            store._deferred = store.path.is_dir()
+            if not store._deferred:
+                store._seen(store._index.state())
             return store
         try:
             store.path.mkdir(parents=True, exist_ok=True)
@@ -127,9 +146,23 @@ class MemoryStore(IndexKeeper):
                 self._notes.append(f"{self.path}: the index was unreadable; rebuilt from the files")
             self._sync_locked(force=found != "current")
 
+    @property
+    def _index(self) -> StoreIndex:
+        """The index, opened now if this is a read-only store's first use."""
+        if self._deferred:
+            self._deferred = False
+            self._open_read_only()
+            self._seen(self._current.state())
+        return self._current
+
+    @_index.setter
+    def _index(self, index: StoreIndex) -> None:
+        self._current = index
+
     def close(self) -> None:
         """Close the index; the store object is unusable afterwards."""
-        self._index.close()
+        self._deferred = False
+        self._current.close()
 
     def rescan(self) -> None:
         """Stat every record file and re-read those that changed, even when the
@@ -206,7 +239,10 @@ class MemoryStore(IndexKeeper):
 
         `MemoryStoreError` when its file was removed or damaged since the index was
         read (the caller decides whether that is fatal; selection reports and skips).
+        A read-only store not looked at yet reads the one file, not the index.
         """
+        if self._deferred:
+            return self._read_one(name)
         entry = self._index.entry(name)
         if entry is None:
             return None
@@ -226,6 +262,19 @@ class MemoryStore(IndexKeeper):
             except IndexFailureError as e:  # the record was read; the index can wait
                 self._notes.append(f"{self.path}: {e}")
         return record
+
+    def _read_one(self, name: str) -> MemoryRecord | None:
+        if not is_valid_name(name):
+            return None
+        path = self._record_path(name)
+        try:
+            return load_record(path, self._root, name, self.max_body_bytes)[0]
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise MemoryStoreError(f"{path}: cannot read: {e.strerror}") from e
+        except MemoryStoreError as e:
+            raise MemoryStoreError(f"{path}: {e}") from e
 
     # -- writing ---------------------------------------------------------------------
 

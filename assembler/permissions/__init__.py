@@ -19,15 +19,19 @@ prints, asks or runs a tool.
 
 from __future__ import annotations
 
-from assembler.permissions.bash import CommandLine, SimpleCommand, parse_command_line
-from assembler.permissions.policy import (
-    NEEDS_APPROVAL,
-    PERMISSION_MODES,
-    Decision,
-    PermissionMode,
-    PermissionPolicy,
-)
-from assembler.permissions.rules import Rule, Verdict, parse_rule
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from assembler.permissions.bash import CommandLine, SimpleCommand, parse_command_line
+    from assembler.permissions.policy import (
+        NEEDS_APPROVAL,
+        PERMISSION_MODES,
+        Decision,
+        PermissionMode,
+        PermissionPolicy,
+    )
+    from assembler.permissions.rules import Rule, Verdict, parse_rule
 
 __all__ = [
     "NEEDS_APPROVAL",
@@ -42,3 +46,29 @@ __all__ = [
     "parse_command_line",
     "parse_rule",
 ]
+
+# Where each name lives, imported on first use: `validate` and `render --dry-run` check
+# rules with `rules` and the pattern modules alone, and need neither the bash grammar
+# nor the policy (start-up cost, issue 21).
+_HOMES = {
+    "CommandLine": "bash",
+    "SimpleCommand": "bash",
+    "parse_command_line": "bash",
+    "NEEDS_APPROVAL": "policy",
+    "PERMISSION_MODES": "policy",
+    "Decision": "policy",
+    "PermissionMode": "policy",
+    "PermissionPolicy": "policy",
+    "Rule": "rules",
+    "Verdict": "rules",
+    "parse_rule": "rules",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -49,11 +49,18 @@ def make_prompt_provider(
     registry: ToolRegistry,
     memory: MemorySource | None = None,
     parameters: Mapping[str, Any] | None = None,
+    *,
+    keep_compiled: bool = False,
 ) -> SystemPromptProvider:
     """A fresh renderer (so its cache belongs to this agent) bound to live objects;
-    `parameters` are the values of the manifest's parameters the templates may use."""
+    `parameters` are the values of the manifest's parameters the templates may use;
+    `keep_compiled` keeps its compiled templates for later runs (not in a dry run)."""
     return SystemPromptProvider(
-        DynamicPromptRenderer(snapshot.templates, [p.name for p in manifest.parameters]),
+        DynamicPromptRenderer(
+            snapshot.templates,
+            [p.name for p in manifest.parameters],
+            keep_compiled=keep_compiled,
+        ),
         identity=manifest.identity,
         context=manifest.context,
         registry=registry,

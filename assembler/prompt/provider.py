@@ -50,19 +50,25 @@ class SystemPromptProvider:
         self.parameters: Mapping[str, Any] = dict(parameters or {})
         """The values of the agent's parameters for the run in progress: read every
         call, so values given with a prompt (RPC) reach that prompt's requests."""
+        self.last: RenderedPrompt | None = None
+        """The latest render, with its sections (the session's `prompt` entry)."""
+        self.last_memory: tuple[str, ...] = ()
+        """The names of the memory records in `last`."""
 
     def render(self) -> RenderedPrompt:
         tools, guidelines = self.registry.prompt_view()
-        return self.renderer.render_sections(
+        memory = tuple(self.memory()) if self.memory is not None else ()
+        rendered = self.renderer.render_sections(
             identity=self.identity,
             context=self.context_json,
             tools=tools,
             guidelines=guidelines,
             workspace=self.workspace,
             skills=self.skills,
-            memory=tuple(self.memory()) if self.memory is not None else (),
-            parameters=self.parameters,
+            memory=memory,
         )
+        self.last, self.last_memory = rendered, tuple(entry.name for entry in memory)
+        return rendered
 
     def __call__(self) -> str:
         return self.render().text

@@ -94,14 +94,21 @@ class DynamicPromptRenderer:
         self,
         overrides: Mapping[str, TemplateOverride] | None = None,
         parameters: Collection[str] = (),
+        *,
+        keep_compiled: bool = False,
     ) -> None:
-        """`parameters`: the names of the agent's parameters, which overrides may use."""
+        """`parameters`: the names of the agent's parameters, which overrides may use.
+        `keep_compiled`: keep compiled templates in the user's cache for later runs
+        (an agent that runs does; a dry run writes nothing, see `code_cache`)."""
+        self._keep = keep_compiled
         self._templates: dict[str, tuple[Template | None, TemplateOrigin]] = {}
         for section in SECTION_NAMES:
             override = (overrides or {}).get(section)
             if override is not None:
                 origin = override_origin(override)
-                template = check_override(section, override.text, origin, parameters)
+                template = check_override(
+                    section, override.text, origin, parameters, keep=keep_compiled
+                )
                 self._templates[section] = (template, origin)
             else:
                 self._templates[section] = (None, TemplateOrigin(f"default {section} template"))
@@ -201,7 +208,7 @@ class DynamicPromptRenderer:
     def _section(self, name: str, variables: Mapping[str, Any]) -> Section:
         template, origin = self._templates[name]
         if template is None:
-            template = compile_template(default_template_text(name))
+            template = compile_template(default_template_text(name), self._keep)
             self._templates[name] = (template, origin)
         body = render_template(template, variables, origin).rstrip()
         if not body.strip():

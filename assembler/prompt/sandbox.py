@@ -10,9 +10,12 @@ hang `validate` or `render`. Every render therefore gets a budget:
   together, at most `MAX_STEPS`; a loop's iterable is wrapped when the template is
   compiled, so a loop that outputs nothing still counts;
 - **time**: at most `MAX_SECONDS` of wall-clock time, checked as steps are counted;
-- **size**: the section's text at most `MAX_OUTPUT_CHARS`; a repetition (`*`), a
-  power, a `%` format or a filter or method argument that would build something
-  larger is refused before it is built.
+- **size**: the section's text at most `MAX_OUTPUT_CHARS` plus `OUTPUT_PER_INPUT_CHAR`
+  characters per character of text the section is given (`output_allowance`): a
+  catalog of 10,000 skills is over a million characters, so a fixed limit would stop a
+  big agent's own default template (issue 21), while a template that multiplies its
+  input is still stopped; a repetition (`*`), a power, a `%` format or a filter or
+  method argument that would build something larger is refused before it is built.
 
 Running out raises `TemplateError` naming the limit; the renderer adds the template
 and line. The budget is generous for any real prompt: a catalog of 1,000 tools costs
@@ -24,8 +27,9 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 MAX_STEPS = 1_000_000
 MAX_SECONDS = 2.0
 MAX_OUTPUT_CHARS = 1_000_000
+OUTPUT_PER_INPUT_CHAR = 4
 MAX_NUMBER_BITS = 100_000
 _CLOCK_EVERY = 1024  # steps between two looks at the clock
 
@@ -50,11 +55,14 @@ _LARGE_WIDTH = re.compile(r"\d{7,}")
 
 
 class RenderBudget:
-    """The steps and time one render has left."""
+    """The steps and time one render has left, and the size its output may reach."""
 
-    def __init__(self, steps: int | None = None, seconds: float | None = None) -> None:
+    def __init__(
+        self, steps: int | None = None, seconds: float | None = None, max_chars: int | None = None
+    ) -> None:
         steps = MAX_STEPS if steps is None else steps
         seconds = MAX_SECONDS if seconds is None else seconds
+        self.max_chars = MAX_OUTPUT_CHARS if max_chars is None else max_chars
         self.steps_left = steps
         self.steps = steps
         self.seconds = seconds
@@ -80,10 +88,38 @@ def _tick() -> None:
         budget.tick()
 
 
+def _max_chars() -> int:
+    budget = _BUDGET.get()
+    return MAX_OUTPUT_CHARS if budget is None else budget.max_chars
+
+
+def output_allowance(variables: Any) -> int:
+    """How long a section rendered from `variables` may be: `MAX_OUTPUT_CHARS`, plus
+    `OUTPUT_PER_INPUT_CHAR` per character of the text in them."""
+    return MAX_OUTPUT_CHARS + OUTPUT_PER_INPUT_CHAR * text_size(variables)
+
+
+def text_size(value: Any, depth: int = 0) -> int:
+    """Characters of text in `value`: strings, in mappings, sequences and the fields
+    of plain objects (the renderer's views), a few levels deep."""
+    if isinstance(value, str):
+        return len(value)
+    if depth > 6:
+        return 0
+    if isinstance(value, Mapping):
+        return sum(text_size(k, depth + 1) + text_size(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(text_size(item, depth + 1) for item in value)
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict):
+        return sum(text_size(item, depth + 1) for item in fields.values())
+    return 0
+
+
 def _too_large(what: str, size: int) -> TemplateError:
     return TemplateError(
         f"the template would build {what} of {size:,} items; a section may hold at most "
-        f"{MAX_OUTPUT_CHARS:,} characters"
+        f"{_max_chars():,} characters"
     )
 
 
@@ -91,7 +127,7 @@ def _check_arguments(args: Iterable[Any]) -> None:
     """An integer argument larger than a section may be (a width, a count) is refused:
     `center(10**9)` would allocate before any output check could run."""
     for value in args:
-        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_OUTPUT_CHARS:
+        if isinstance(value, int) and not isinstance(value, bool) and value > _max_chars():
             raise _too_large("a value", value)
 
 
@@ -145,7 +181,7 @@ def sandbox_class() -> type[SandboxedEnvironment]:
             if operator == "*":
                 for items, count in ((left, right), (right, left)):
                     size = len(items) * count if _sized(items) and isinstance(count, int) else 0
-                    if size > MAX_OUTPUT_CHARS:
+                    if size > _max_chars():
                         raise _too_large("a repetition", size)
             elif operator == "**" and isinstance(left, int) and isinstance(right, int):
                 if right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_NUMBER_BITS:
@@ -160,9 +196,9 @@ def sandbox_class() -> type[SandboxedEnvironment]:
     return BudgetedSandbox
 
 
-def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
-    """Compile `text` with every `for` loop's iterable passed through the loop guard,
-    so each iteration is counted against the render budget."""
+def guarded_code(environment: SandboxedEnvironment, text: str) -> CodeType:
+    """The Python code of `text` with every `for` loop's iterable passed through the
+    loop guard, so each iteration is counted against the render budget."""
     from jinja2 import nodes
 
     with building_syntax_trees():
@@ -172,20 +208,32 @@ def guard_loops(environment: SandboxedEnvironment, text: str) -> Template:
         guard = nodes.Name(LOOP_GUARD, "load", lineno=line)
         loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=line)
     tree.set_environment(environment)
-    return environment.from_string(tree)
+    code = environment.compile(tree)
+    assert isinstance(code, CodeType)
+    return code
+
+
+def template_from_code(environment: SandboxedEnvironment, code: CodeType) -> Template:
+    """A template of `environment` from code `guarded_code` made (as `from_string`)."""
+    return environment.template_class.from_code(environment, code, environment.make_globals(None))
 
 
 def render_within_budget(template: Template, variables: Any) -> str:
-    """Render with a fresh budget; the output is checked as it is produced."""
-    token = _BUDGET.set(RenderBudget())
+    """Render with a fresh budget, its size allowance from `variables`; the output is
+    checked as it is produced."""
+    budget = RenderBudget(max_chars=output_allowance(variables))
+    token = _BUDGET.set(budget)
     try:
         size = 0
         chunks: list[str] = []
         for chunk in template.generate(variables):
             size += len(chunk)
-            if size > MAX_OUTPUT_CHARS:
+            if size > budget.max_chars:
                 raise TemplateError(
-                    f"the template's output exceeded {MAX_OUTPUT_CHARS:,} characters"
+                    f"the template's output exceeded {MAX_OUTPUT_CHARS:,} characters plus "
+                    f"{OUTPUT_PER_INPUT_CHAR} per character of the text the section is given "
+                    f"({budget.max_chars:,} in all); a section's template may not multiply "
+                    "its input more than that"
                 )
             chunks.append(chunk)
         return "".join(chunks)

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assembler.errors import TemplateError, TemplateSecurityError
-from assembler.prompt.sandbox import guard_loops, render_within_budget, sandbox_class
+from assembler.prompt.code_cache import cached_code
+from assembler.prompt.sandbox import (
+    guarded_code,
+    render_within_budget,
+    sandbox_class,
+    template_from_code,
+)
 from assembler.python_source import building_syntax_trees
 
 if TYPE_CHECKING:
@@ -60,20 +66,27 @@ def environment() -> SandboxedEnvironment:
 @cache
 def default_template_text(section: str) -> str:
     """The shipped template of `section` (package data)."""
-    return (
-        resources.files("assembler.prompt.sections").joinpath(f"{section}.md.j2").read_text("utf-8")
-    )
+    return _sections().joinpath(f"{section}.md.j2").read_text("utf-8")
 
 
 @cache
-def compile_template(text: str) -> Template:
-    """Compile once per distinct text; raises `TemplateError` on a syntax error."""
-    from jinja2 import TemplateSyntaxError
+def _sections() -> resources.abc.Traversable:
+    """The package's templates folder, found once (a few milliseconds a lookup)."""
+    return resources.files("assembler.prompt.sections")
 
+
+@cache
+def compile_template(text: str, keep: bool = False) -> Template:
+    """Compile once per distinct text, using the code kept between runs, and keeping
+    it when `keep` (`code_cache`); raises `TemplateError` on a syntax error."""
+    import jinja2
+
+    env = environment()
     try:
-        return guard_loops(environment(), text)
-    except TemplateSyntaxError as e:
+        code = cached_code(text, jinja2.__version__, lambda t: guarded_code(env, t), keep=keep)
+    except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f"template syntax error on line {e.lineno}: {e.message}") from e
+    return template_from_code(env, code)
 
 
 def render_template(
@@ -258,7 +271,12 @@ def _private_attributes(tree: Any) -> Iterator[tuple[int, str]]:
 
 
 def check_override(
-    section: str, text: str, origin: str | TemplateOrigin, parameters: Collection[str] = ()
+    section: str,
+    text: str,
+    origin: str | TemplateOrigin,
+    parameters: Collection[str] = (),
+    *,
+    keep: bool = False,
 ) -> Template:
     """Compile an override for use, refusing the problems `template_problems` finds."""
     where = origin if isinstance(origin, TemplateOrigin) else TemplateOrigin(origin)
@@ -269,4 +287,4 @@ def check_override(
         first = (security or problems)[0]
         error = TemplateSecurityError if first.security else TemplateError
         raise error(f"{where.at(first.line)}: {first.message}")
-    return compile_template(text)
+    return compile_template(text, keep)

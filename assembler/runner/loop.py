@@ -219,7 +219,9 @@ class AgentRunner(ToolCalls):
 
     # -- the run ------------------------------------------------------------------------
 
-    async def run(self, prompt: str, *, max_turns: int | None = None) -> AsyncIterator[Event]:
+    async def run(
+        self, prompt: str, *, max_turns: int | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run one prompt to the end, yielding events; the last is always `RunEnd`
         (unless an exception propagates, such as the renderer's)."""
         limit = max_turns or self.max_turns
@@ -401,6 +403,8 @@ class AgentRunner(ToolCalls):
             settings=settings,
             output=output,
         )
+        if self.recorder is not None:
+            self.recorder.request(system, request.tools)
         done = None
         async for event in self.provider.stream(request):
             if isinstance(event, ResponseDone):

@@ -4,11 +4,11 @@ change to the conversation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from assembler.messages import Message, Usage
+from assembler.messages import Message, ToolSchema, Usage
 from assembler.runner.hooks import NoHooks, RunnerHooks, ToolCallRecord
 from assembler.tools.registry import ToolRegistry
 
@@ -49,3 +49,6 @@ class RunRecorder(Protocol):
     def message(self, message: Message, usage: Usage | None) -> None: ...
 
     def compaction(self, summary: str, cut: int, tokens_before: int, reason: str) -> None: ...
+
+    def request(self, system: str, tools: Sequence[ToolSchema]) -> None:
+        """The system prompt and tool schemas of the request about to be sent."""

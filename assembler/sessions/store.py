@@ -259,9 +259,15 @@ class Session:
             event["params"] = dict(params)
         return self.append("event", {"event": event})
 
-    def append_run_end(self, end: Mapping[str, Any]) -> Entry:
-        """The end of a run: its `run_end` event as `assemble run --json` prints it."""
-        return self.append("event", {"event": dict(end)})
+    def append_run_end(
+        self, end: Mapping[str, Any], workspace_end: Mapping[str, Any] | None = None
+    ) -> Entry:
+        """The end of a run: its `run_end` event as `assemble run --json` prints it, and
+        the files that differ from the start (`workspace_record.record_end`), when given."""
+        payload: dict[str, Any] = {"event": dict(end)}
+        if workspace_end is not None:
+            payload["workspace_end"] = dict(workspace_end)
+        return self.append("event", payload)
 
     def delegate(
         self,
@@ -369,10 +375,14 @@ class SessionStore:
         model: str,
         workspace: Path,
         delegated_from: Mapping[str, str] | None = None,
+        workspace_start: Mapping[str, Any] | None = None,
     ) -> Session:
         """A new, empty session of an agent run: the header names the agent, its
-        manifest, the model (`provider:name`) and the workspace it works in."""
+        manifest, the model (`provider:name`) and the workspace it works in, and where
+        that workspace started (`workspace_record.record_start`) when given."""
         metadata: dict[str, Any] = {"workspace": str(workspace)}
+        if workspace_start is not None:
+            metadata["workspace_start"] = dict(workspace_start)
         if delegated_from is not None:
             metadata["delegated_from"] = dict(delegated_from)
         return self.create(agent=agent, manifest=manifest, model=model, metadata=metadata)

@@ -64,7 +64,15 @@ def trace_record(record: ToolCallRecord, tool_source: str = "") -> dict[str, Any
         "effects": effects,
         "duration_ms": round(record.duration_ms, 3),
         **({"notes": list(record.notes)} if record.notes else {}),
+        **({"sandbox": sandbox} if (sandbox := _sandbox(record.raw_result)) else {}),
     }
+
+
+def _sandbox(result: ToolResult | None) -> dict[str, Any] | None:
+    """How the call's processes were confined, as the tool reported it (`bash`:
+    `{filesystem, network}` and what was refused), the third layer a call passes."""
+    shown = result.details.get("sandbox") if result is not None else None
+    return dict(shown) if isinstance(shown, Mapping) else None
 
 
 class TraceWriter:
@@ -151,6 +159,14 @@ def format_trace_record(record: Mapping[str, Any]) -> str:
                 f"  sub-agent {child.get('agent')}: session {child.get('session')}, "
                 f"trace {child['trace_file']}"
             )
+    sandbox = record.get("sandbox")
+    if isinstance(sandbox, dict):
+        refused = sandbox.get("refused")
+        lines.append(
+            f"  sandbox: filesystem {sandbox.get('filesystem')}, network {sandbox.get('network')}"
+            + (f"; refused {refused}" if isinstance(refused, list) else "")
+            + ("; the output shows a refusal" if refused is True else "")
+        )
     if record.get("rewritten_by"):
         lines.append(f"  rewritten by: {', '.join(record['rewritten_by'])}")
     saw = record.get("model_saw") or {}

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assembler.messages import ToolSchema
+    from assembler.sandbox.runtime import Sandbox
+    from assembler.tools.processes import ProcessScope
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_MAX_OUTPUT_LINES = 2000
@@ -47,7 +49,9 @@ class ToolContext:
     `grep`, `find` and `ls` leave out: the manifest's `read` deny rules
     (`assembler.permissions.hidden`). `guarded` are the agent's own files (manifests,
     extensions, tool modules, replays, templates) that `write` and `edit` refuse to
-    change, whatever the rules say; a directory guards all it holds.
+    change, whatever the rules say; a directory guards all it holds. `sandbox` confines
+    every process a tool starts (None: unconfined); `processes` is the agent's
+    `ProcessScope`, which its close stops (background jobs included).
     """
 
     workspace: Path
@@ -60,6 +64,8 @@ class ToolContext:
     read_roots: tuple[Path, ...] = ()
     hidden: tuple[str, ...] = ()
     guarded: frozenset[Path] = frozenset()
+    sandbox: Sandbox | None = None
+    processes: ProcessScope | None = None
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Coroutine[Any, Any, ToolResult]]

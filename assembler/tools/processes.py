@@ -1,13 +1,18 @@
-"""Subprocesses of tools that cannot outlive their call, or the assembler.
+"""Subprocesses of tools that cannot outlive their call, their agent, or the assembler.
 
-Two kinds: a `bash` command runs under its own small supervisor process
-(`process_supervisor.py`, a child subreaper that can reach every descendant, however
-detached), and a search worker (`search_worker.py`) is one plain process. Both are
-listed in `RUNNING` while they live, so `stop_all()` can end every tool process at
-once: at interpreter exit, and from the handlers `install_exit_handlers()` puts on
-SIGTERM and SIGHUP for the CLI. If the assembler dies without running any of that
-(SIGKILL, a crash), each supervisor sees end-of-file on its stdin, kills its tree and
-exits; a search worker is killed by the kernel (`PR_SET_PDEATHSIG`, set by itself).
+Two kinds: a `bash` command runs under a command supervisor of its own (forked by the
+one long-lived `process_supervisor.py` of this process, `supervisor_client`), a child
+subreaper that can reach every descendant, however detached; and a search worker
+(`search_worker.py`) is one plain process. Both are listed in `RUNNING` while they
+live, so `stop_all()` can end every tool process at once: at interpreter exit, and
+from the handlers `install_exit_handlers()` puts on SIGTERM and SIGHUP for the CLI.
+If the assembler dies without running any of that (SIGKILL, a crash), each command
+supervisor sees end-of-file on its control pipe, kills its tree and exits; a search
+worker is killed by the kernel (`PR_SET_PDEATHSIG`, set by itself).
+
+A command may leave background jobs running after its call (`server > log 2>&1 &`);
+they belong to a `ProcessScope`, one per agent, and closing the agent stops them
+(`ProcessScope.aclose`), so an evaluation's checks never race a job the run left.
 
 The registry is process-wide on purpose: signals and process exit are process-wide,
 and the processes in it belong to calls in flight (or to background jobs a finished
@@ -19,20 +24,36 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from assembler.errors import ToolError
+from assembler.tools.supervisor_client import HOST, SUPERVISOR, at_end, wait_closed
 
-SUPERVISOR = Path(__file__).with_name("process_supervisor.py")
+__all__ = [
+    "EXIT_DEADLINE",
+    "KILL_GRACE",
+    "RUNNING",
+    "STOP_WAIT",
+    "SUPERVISOR",
+    "ProcessRegistry",
+    "ProcessScope",
+    "Supervised",
+    "install_exit_handlers",
+    "prepare_sandbox",
+    "start_supervised",
+    "stop_all",
+    "sweep",
+]
+
 #: Seconds the supervisor gives a command between SIGTERM and SIGKILL (its KILL_GRACE).
 KILL_GRACE = 1.0
 #: Seconds to wait, after asking, for a supervisor to report its tree gone.
@@ -42,7 +63,8 @@ EXIT_DEADLINE = 8.0
 
 
 class ProcessRegistry:
-    """Every live tool process, by pid, with the function that stops it."""
+    """Every live tool process, by id (a search worker's pid, a command's number),
+    with the function that stops it."""
 
     def __init__(self) -> None:
         self._stops: dict[int, Callable[[], None]] = {}
@@ -70,7 +92,75 @@ class ProcessRegistry:
 
 
 RUNNING = ProcessRegistry()
-_lingering: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass
+class _Command:
+    """One command supervisor as this process knows it: the end of its control pipe
+    we write to, and a status descriptor that reaches end-of-file when it exits."""
+
+    key: int
+    control: int
+    watch: int
+    released: bool = False
+    scope: ProcessScope | None = None
+
+    def kill(self) -> None:
+        """Ask for the whole tree to stop (one non-blocking write)."""
+        with contextlib.suppress(OSError):
+            os.write(self.control, b"kill\n")
+
+    def forget(self) -> None:
+        RUNNING.discard(self.key)
+        with _lock:
+            _commands.pop(self.key, None)
+        if self.scope is not None:
+            self.scope.discard(self)
+        for fd in (self.control, self.watch):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_commands: dict[int, _Command] = {}
+_numbers = itertools.count(1)
+_lock = threading.Lock()
+
+
+class ProcessScope:
+    """The commands one agent started that may still run (background jobs included)."""
+
+    def __init__(self) -> None:
+        self._commands: dict[int, _Command] = {}
+        self._lock = threading.Lock()
+
+    def add(self, command: _Command) -> None:
+        with self._lock:
+            self._commands[command.key] = command
+
+    def discard(self, command: _Command) -> None:
+        with self._lock:
+            self._commands.pop(command.key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._commands)
+
+    async def aclose(self, wait: float = STOP_WAIT) -> None:
+        """Stop every process this scope's commands started, and wait (up to `wait`
+        seconds) until each command supervisor reports its tree gone."""
+        with self._lock:
+            commands = list(self._commands.values())
+        for command in commands:
+            command.kill()
+        deadline = time.monotonic() + wait
+        # A call still winding down (cancelled with its run) reads its own status; it
+        # releases the command once the tree is gone, or gives up waiting.
+        while any(not c.released for c in commands) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        watches = [c.watch for c in commands if c.released]
+        if watches:
+            await asyncio.to_thread(wait_closed, watches, deadline)
+        sweep()
 
 
 def stop_all(wait: float = 0.0) -> None:
@@ -78,16 +168,17 @@ def stop_all(wait: float = 0.0) -> None:
     RUNNING.stop_all()
     if wait <= 0:
         return
-    for popen in list(_lingering.values()):
-        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-            popen.wait(timeout=wait)
+    with _lock:
+        watches = [c.watch for c in _commands.values() if c.released]
+    wait_closed(watches, time.monotonic() + wait)
+    sweep()
 
 
 @dataclass
 class Supervised:
-    """One command under its supervisor: status lines in, `kill` out."""
+    """One command under its command supervisor: status lines in, `kill` out."""
 
-    popen: subprocess.Popen[bytes]
+    command: _Command
     status: asyncio.StreamReader
     transport: asyncio.ReadTransport
     command_pid: int | None = None
@@ -95,11 +186,11 @@ class Supervised:
     lines: list[str] = field(default_factory=list)
 
     def kill(self) -> None:
-        """Ask the supervisor to stop the whole tree (one non-blocking write)."""
-        _send_kill(self.popen)
+        """Ask the command supervisor to stop the whole tree (one non-blocking write)."""
+        self.command.kill()
 
     async def read_status(self) -> str | None:
-        """The next status line; None once the supervisor has exited."""
+        """The next status line; None once the command supervisor has exited."""
         raw = await self.status.readline()
         if not raw:
             return None
@@ -118,11 +209,16 @@ class Supervised:
         """Until the command itself has ended (the supervisor may stay for its jobs)."""
         while self.outcome is None:
             if await self.read_status() is None:
+                if self.command_pid is None:
+                    raise ToolError(
+                        "the command could not be started: the process supervisor did not "
+                        "take it (it may have been killed)"
+                    )
                 self._supervisor_lost()
                 return
 
     async def wait_done(self) -> None:
-        """Until the supervisor has exited, having stopped everything below it."""
+        """Until the command supervisor has exited, having stopped everything below it."""
         while await self.read_status() is not None:
             pass
 
@@ -134,15 +230,16 @@ class Supervised:
         return -int(number) if word == "signal" else int(number)
 
     def release(self) -> None:
-        """Stop reading. The supervisor stays registered while it lives (background
-        jobs the command left running); it is reaped by a later `sweep`."""
+        """Stop reading. The command stays registered while its supervisor lives
+        (background jobs the command left running); a later `sweep` forgets it."""
         self.transport.close()
-        if self.popen.poll() is not None:
-            _forget(self.popen)
+        self.command.released = True
+        if at_end(self.command.watch):
+            self.command.forget()
 
     def _supervisor_lost(self) -> None:
-        """The supervisor died without a report (killed from outside): fall back to
-        killing the command's process group, the best that is left."""
+        """The command supervisor died without a report (killed from outside): fall
+        back to killing the command's process group, the best that is left."""
         if self.command_pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(self.command_pid, signal.SIGKILL)
@@ -150,59 +247,71 @@ class Supervised:
 
 
 async def start_supervised(
-    argv: list[str], *, cwd: str, env: Mapping[str, str], output_fd: int
+    argv: list[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    output_fd: int,
+    policy: Mapping[str, Any] | None = None,
+    scope: ProcessScope | None = None,
 ) -> Supervised:
-    """Start `argv` under a new supervisor, its output going to `output_fd`."""
+    """Start `argv` in `cwd` under a command supervisor, its output going to
+    `output_fd`, confined by the sandbox `policy` (`Policy.to_dict()`) when given."""
     sweep()
-    popen = subprocess.Popen(
-        [sys.executable, "-I", "-S", str(SUPERVISOR)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=cwd,
-        env=dict(env),
-        pass_fds=(output_fd,),
-        start_new_session=True,  # the terminal's Ctrl-C goes to the assembler only
-    )
-    assert popen.stdin is not None and popen.stdout is not None
-    _lingering[popen.pid] = popen
-    RUNNING.add(popen.pid, lambda: _send_kill(popen))
-    request = json.dumps({"argv": argv, "output_fd": output_fd}) + "\n"
+    control_read, control_write = os.pipe()
+    status_read, status_write = os.pipe()
+    key = json.dumps(policy, sort_keys=True) if policy else ""
+    request = {"argv": argv, "cwd": cwd, "env": dict(env), "policy": policy, "key": key}
     try:
-        os.write(popen.stdin.fileno(), request.encode())
-        os.set_blocking(popen.stdin.fileno(), False)
+        if HOST.pid is None:  # starting it forks and execs Python: not on the event loop
+            await asyncio.to_thread(HOST.start)
+        HOST.submit(request, [control_read, status_write, output_fd])
+    except BaseException:
+        for fd in (control_write, status_read):
+            os.close(fd)
+        raise
+    finally:
+        os.close(control_read)
+        os.close(status_write)
+    os.set_blocking(control_write, False)
+    watch = os.dup(status_read)
+    os.set_blocking(watch, False)
+    command = _Command(next(_numbers), control_write, watch, scope=scope)
+    with _lock:
+        _commands[command.key] = command
+    RUNNING.add(command.key, command.kill)
+    if scope is not None:
+        scope.add(command)
+    pipe = os.fdopen(status_read, "rb", buffering=0)
+    try:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), popen.stdout
+            lambda: asyncio.StreamReaderProtocol(reader), pipe
         )
     except BaseException:
-        _send_kill(popen)
+        command.kill()
+        command.released = True
+        pipe.close()
         raise
-    return Supervised(popen, reader, transport)
+    return Supervised(command, reader, transport)
+
+
+def prepare_sandbox(policy: Mapping[str, Any]) -> None:
+    """Have a command supervisor take `policy` (`Policy.to_dict()`) on now, so the
+    agent's first command finds it confined (sent when an agent is built)."""
+    key = json.dumps(policy, sort_keys=True)
+    with contextlib.suppress(ToolError):
+        HOST.submit({"key": key, "policy": policy}, [])
 
 
 def sweep() -> None:
-    """Forget supervisors that have exited (and reap them)."""
-    for popen in list(_lingering.values()):
-        if popen.poll() is not None:
-            _forget(popen)
-
-
-def _forget(popen: subprocess.Popen[bytes]) -> None:
-    _lingering.pop(popen.pid, None)
-    RUNNING.discard(popen.pid)
-    if popen.stdin is not None:
-        with contextlib.suppress(OSError):
-            popen.stdin.close()
-
-
-def _send_kill(popen: subprocess.Popen[bytes]) -> None:
-    stdin = popen.stdin
-    if stdin is None or stdin.closed:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        os.write(stdin.fileno(), b"kill\n")
+    """Forget command supervisors that have exited (their status reached its end)."""
+    with _lock:
+        released = [c for c in _commands.values() if c.released]
+    for command in released:
+        if at_end(command.watch):
+            command.forget()
 
 
 # --- the CLI's exit path ------------------------------------------------------------

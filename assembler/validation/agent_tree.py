@@ -22,6 +22,7 @@ from assembler.manifest.model import TOOL_NAME, AgentToolSet, Limits, Manifest
 from assembler.manifest.yaml_source import JsonPath
 from assembler.validation.checks import CheckContext
 from assembler.validation.io_checks import check_subagent_params
+from assembler.validation.sandbox import ParentSandbox, effective_sandbox
 
 DEFAULT_MAX_DEPTH = Limits().max_agent_depth
 CYCLE = "sub-agents form a cycle"
@@ -36,6 +37,8 @@ class Lineage:
     chain: tuple[Path, ...] = ()
     remaining: int | None = None
     limited_by: Path | None = None
+    sandbox: ParentSandbox | None = None
+    """The parent's effective sandbox and workspace: a sub-agent may only narrow it."""
 
 
 ROOT = Lineage()
@@ -112,7 +115,12 @@ def check_agent_tree(
                 )
             child = parse_manifest(target, unset_variables="warning").manifest  # its name only
         else:
-            report = validate(target, lineage=Lineage(chain, remaining - 1, limited_by))
+            report = validate(
+                target,
+                lineage=Lineage(
+                    chain, remaining - 1, limited_by, effective_sandbox(ctx, lineage.sandbox, item)
+                ),
+            )
             yield from report.issues
             errors = sum(
                 1

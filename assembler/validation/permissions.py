@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
+from functools import cache
 from typing import Any
 
 from assembler.errors import Issue, PermissionRuleError
@@ -24,14 +25,18 @@ from assembler.manifest.yaml_source import JsonPath, format_path
 from assembler.permissions.command_patterns import compile_command_pattern
 from assembler.permissions.path_patterns import compile_path_pattern
 from assembler.permissions.rules import PRECEDENCE, Rule, Verdict, parse_rule
-from assembler.permissions.subjects import BUILTIN_MAIN_ARGUMENTS
 from assembler.tools.builtin.names import BUILTIN_TOOL_NAMES
 from assembler.validation.checks import CheckContext, active_tool_names
 from assembler.validation.read_rules import check_read_reach
 
-_PATH_TOOLS = frozenset(
-    n for n, (_, kind, _d) in BUILTIN_MAIN_ARGUMENTS.items() if kind != "command"
-)
+
+@cache
+def _path_tools() -> frozenset[str]:
+    # Imported here for start-up cost: `subjects` brings the bash grammar, which a
+    # manifest without permissions (most) never needs (`validate`, `render`, issue 21).
+    from assembler.permissions.subjects import BUILTIN_MAIN_ARGUMENTS
+
+    return frozenset(n for n, (_, kind, _d) in BUILTIN_MAIN_ARGUMENTS.items() if kind != "command")
 
 
 def check_permissions(ctx: CheckContext) -> Iterator[Issue]:
@@ -130,7 +135,7 @@ def _mcp_issues(
 
 
 def _pattern_issues(ctx: CheckContext, at: JsonPath, rule: Rule) -> Iterator[Issue]:
-    if rule.pattern is None or rule.tool not in _PATH_TOOLS or rule.server is not None:
+    if rule.pattern is None or rule.tool not in _path_tools() or rule.server is not None:
         return
     never = compile_path_pattern(rule.pattern).never
     if never:
@@ -179,7 +184,7 @@ def _broader(wider: Rule, narrower: Rule) -> bool:
             if target.endswith(":*"):
                 target = target[:-2].rstrip() + " *"
             return compile_command_pattern(wider.pattern).matches(target)
-        if narrower.tool in _PATH_TOOLS:
+        if narrower.tool in _path_tools():
             return compile_path_pattern(wider.pattern).matches(narrower.pattern.removeprefix("./"))
     except PermissionRuleError:
         return False

@@ -18,6 +18,7 @@ from assembler.manifest.model import Manifest
 from assembler.validation.agent_tree import ROOT, Lineage, check_agent_tree
 from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
 from assembler.validation.permissions import check_permissions
+from assembler.validation.sandbox import check_sandbox
 
 SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
 
@@ -112,7 +113,8 @@ def validate_file(
 
     # sub-agents first: the tool names they give this agent are active tools below
     first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
-    for check in (*first, *ALL_CHECKS, check_permissions):
+    last = (check_permissions, lambda ctx: check_sandbox(ctx, lineage.sandbox))
+    for check in (*first, *ALL_CHECKS, *last):
         found = [i for i in check(context) if i.file != shown or i.path not in rejected]
         issues.extend(found)
         if check is check_path_names:  # a name no file system takes: nothing more to say

@@ -16,22 +16,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.core import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    AvailableCommandsUpdate,
+    ClientCapabilities,
+    CurrentModeUpdate,
     DeniedOutcome,
     PermissionOption,
     PromptResponse,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
     UserMessageChunk,
+    WriteTextFileResponse,
 )
 from procs import live_processes_with
+
+SESSION_LEVEL = (AvailableCommandsUpdate, CurrentModeUpdate)
 
 
 @dataclass
@@ -52,6 +59,13 @@ class Editor:
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[Asked] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    capabilities: ClientCapabilities | None = None
+    """What `Running.start` offers in `initialize` (None: nothing)."""
+    buffers: dict[str, str] = field(default_factory=dict)
+    """Open buffers by absolute path: `fs/read_text_file` reads them (else the disk),
+    `fs/write_text_file` writes them (never the disk), as an editor with unsaved work."""
+    file_requests: list[tuple[str, str]] = field(default_factory=list)
+    """Each `fs/*` request: ("read" or "write", path)."""
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -74,10 +88,43 @@ class Editor:
             outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
         )
 
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:  # fmt: skip
+        self.file_requests.append(("read", path))
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        try:
+            return ReadTextFileResponse(content=Path(path).read_text())
+        except OSError as e:
+            raise RequestError(-32002, f"cannot open {path}: {e.strerror}") from e
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self.file_requests.append(("write", path))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
     # -- reading what arrived ---------------------------------------------------
 
     def of(self, session_id: str) -> list[Any]:
-        return [update for sid, update in self.updates if sid == session_id]
+        """The updates of turns and history (what the conversation shows), in order;
+        the session's own (`announced`) are apart: they arrive at their own time."""
+        return [
+            update
+            for sid, update in self.updates
+            if sid == session_id and not isinstance(update, SESSION_LEVEL)
+        ]
+
+    def announced(self, session_id: str) -> list[Any]:
+        """The session's own updates: its commands, its mode."""
+        return [
+            update
+            for sid, update in self.updates
+            if sid == session_id and isinstance(update, SESSION_LEVEL)
+        ]
 
     def text(self, session_id: str) -> str:
         """The agent's message chunks, joined."""
@@ -122,7 +169,9 @@ class Running:
 
     async def start(self, cwd: Path | str = "/") -> str:
         """`initialize`, then `session/new`: the new session's id."""
-        await self.conn.initialize(protocol_version=PROTOCOL_VERSION)
+        await self.conn.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=self.editor.capabilities
+        )
         created = await self.conn.new_session(cwd=str(cwd), mcp_servers=[])
         return created.session_id
 

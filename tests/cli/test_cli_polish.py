@@ -37,8 +37,8 @@ COMMANDS = _all_commands()
 
 def test_the_walk_finds_every_command() -> None:
     assert ["memory", "consolidate"] in COMMANDS and ["trust", "remove"] in COMMANDS
-    assert ["sessions", "show"] in COMMANDS
-    assert len(COMMANDS) == 1 + len(_COMMANDS) + 5 + 3 + 2
+    assert ["sessions", "show"] in COMMANDS and ["sessions", "to-test"] in COMMANDS
+    assert len(COMMANDS) == 1 + len(_COMMANDS) + 5 + 3 + 3
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "assemble")

@@ -397,7 +397,7 @@ def test_resume_without_an_id_offers_a_pick_list(project: Path, terminal: list[P
     chat.expect(f"session {older.name.removesuffix('.jsonl')} (resumed, 2 messages so far)")
     chat.expect("> ")
     chat.interrupt()  # Ctrl-C at the prompt: how to leave, not a crash
-    chat.expect("(/exit or Ctrl-D to leave)")
+    chat.expect("(Ctrl-C again, /exit or Ctrl-D to leave)")
     chat.send("and more")
     chat.expect("Noted.")
     chat.send("/exit")

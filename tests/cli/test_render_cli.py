@@ -21,6 +21,7 @@ import pytest
 from clirun import assemble
 
 from assembler.agent.build import build_agent
+from assembler.sandbox.spec import DEFAULT_HIDDEN
 from assembler.testing import ScriptedModel
 from assembler.validation.load import load_manifest
 
@@ -121,7 +122,7 @@ def python_tools_project(root: Path, package: str, extra: str = "") -> Path:
 
 
 def test_dry_run_prints_the_exact_prompt_then_a_tool_summary(
-    capsys: pytest.CaptureFixture[str], shipping_manifest: Path
+    capsys: pytest.CaptureFixture[str], shipping_manifest: Path, shipping: Path
 ) -> None:
     result = assemble(capsys, "render", "--dry-run", str(shipping_manifest))
     assert result.code == 0
@@ -136,6 +137,12 @@ def test_dry_run_prints_the_exact_prompt_then_a_tool_summary(
         f"    {tools[1].description.splitlines()[0]}",
         "edit(path: string, old_text: string, new_text: string)  [builtin]",
         f"    {tools[2].description.splitlines()[0]}",
+        "",
+        "---- sandbox ----",
+        "filesystem: workspace-write",
+        "network: off",
+        f"writable: {(shipping / 'examples' / 'shipping').resolve()}, $TMPDIR (private)",
+        "hidden: " + ", ".join(DEFAULT_HIDDEN),
     ]
     assert [tool.name for tool in tools] == ["read", "bash", "edit"]
     assert result.err.splitlines() == [EXTENSION_NOTE]

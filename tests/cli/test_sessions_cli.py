@@ -64,7 +64,7 @@ def test_list_shows_every_agent_newest_first(
     listed = assemble(capsys, "sessions", "list")
     assert listed.code == 0, listed.err
     lines = listed.out.splitlines()
-    assert lines[0].startswith(f"{newer}  beta  ") and "4 entries" in lines[0]
+    assert lines[0].startswith(f"{newer}  beta  ") and "5 entries" in lines[0]
     assert lines[2] == "    The beta task"
     assert lines[3].startswith(f"{older}  alpha  ")
     assert lines[4] == f"    {(tmp_path / 'work').resolve()}"
@@ -74,7 +74,7 @@ def test_list_shows_every_agent_newest_first(
     assert entry["id"] == older and entry["agent"] == "alpha"
     assert entry["first_message"] == "First alpha task"
     assert entry["workspace"] == str((tmp_path / "work").resolve())
-    assert entry["entries"] == 4  # run start, the question, the answer, run end
+    assert entry["entries"] == 5  # run start, the question, the system prompt, the answer, run end
     assert entry["started"] <= entry["last_activity"]
     assert set(entry) >= {"model", "file", "started", "last_activity"}
 

@@ -49,7 +49,7 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
         header, *entries = (json.loads(line) for line in path.read_text().splitlines())
         header_keys |= set(header)
         written |= {entry["type"] for entry in entries}
-    assert written == documented_types() == {"message", "event", "compaction", "subagent"}
+    assert written == documented_types() == {"message", "event", "compaction", "subagent", "prompt"}
     doc = DOC.read_text()
     for key in header_keys - {"type"}:
         assert f"`{key}`" in doc, key

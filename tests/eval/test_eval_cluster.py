@@ -73,9 +73,16 @@ def test_a_worker_killed_mid_run_is_an_error_and_the_run_completes(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     killer = project.script(
-        # bash runs under a supervisor process; the worker is the supervisor's parent
+        # bash runs under a command supervisor, forked by the process's long-lived
+        # supervisor, whose parent is the worker
         "killer",
-        [call("bash", command="kill -9 $(awk '{print $4}' /proc/$PPID/stat)"), answer("x")],
+        [
+            call(
+                "bash",
+                command="kill -9 $(awk '{print $4}' /proc/$(awk '{print $4}' /proc/$PPID/stat)/stat)",
+            ),
+            answer("x"),
+        ],
     )
     tasks = [{"id": "killer", "prompt": "?", "model": killer}]
     tasks += [

@@ -67,7 +67,7 @@ tasks:
         "[tasks[0].checks[0].comand]",
         "bad.eval.yaml:10:9: error: a check is exactly one of `command`, `unchanged`, "
         "`answer_contains`, `answer_matches`, `tool_called`, `tool_not_called`, "
-        "`output_matches`, `output_equals` [tasks[0].checks[1]]",
+        "`output_matches`, `output_equals`, `files_equal`, `tool_sequence` [tasks[0].checks[1]]",
         # checks the schema accepted are checked although the task is not built
         "bad.eval.yaml:11:25: error: not a valid regular expression: missing ), unterminated "
         "subpattern at position 0 [tasks[0].checks[2].answer_matches]",

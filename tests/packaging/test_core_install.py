@@ -160,3 +160,19 @@ def test_assemble_acp_names_the_acp_extra(core: Path, shipping: Path) -> None:
         "error: assemble acp needs the Agent Client Protocol SDK: "
         "pip install 'agent-assembler[acp]'\n"
     )
+
+
+def test_view_and_report_need_no_extra(core: Path, tmp_path: Path) -> None:
+    """`assemble report` runs and the view's server imports on the core install."""
+    results = tmp_path / "results.jsonl"
+    results.write_text(
+        '{"eval": "e", "task": "fix", "repeat": 1, "status": "passed", "duration_s": 0.5}\n'
+    )
+    done = assemble(core, "report", "results.jsonl", "-o", "report.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1/1" in (tmp_path / "report.html").read_text()
+    imported = subprocess.run(
+        [str(core / "bin" / "python"), "-c", "import assembler.view.server"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr

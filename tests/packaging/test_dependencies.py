@@ -24,7 +24,7 @@ from assembler.extras import EXTRAS
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "assembler"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
-TEST_TOOLS = {"pytest", "pytest-xdist", "hypothesis", "mypy", "ruff", "types-pyyaml"}
+TEST_TOOLS = {"pytest", "pytest-xdist", "hypothesis", "mypy", "ruff", "types-pyyaml", "playwright"}
 TEST_SERVERS = {"mcp-server-time", "mcp-server-git"}
 
 

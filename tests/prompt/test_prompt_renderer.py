@@ -370,7 +370,7 @@ def test_the_sandbox_refuses_internals_at_render_time_too(monkeypatch: pytest.Mo
     monkeypatch.setattr(
         renderer_module,
         "check_override",
-        lambda section, text, origin, parameters=(): compile_template(text),
+        lambda section, text, origin, parameters=(), **_: compile_template(text),
     )
     renderer = DynamicPromptRenderer({"tools": TemplateOverride("tools", ESCAPE)})
     with pytest.raises(

@@ -9,6 +9,7 @@ group kill. Every test starts real processes carrying a unique marker and proves
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from procs import live_processes_with
 import assembler
 from assembler.tools.base import ToolContext, ToolResult
 from assembler.tools.builtin.bash import BASH_TOOL
+from assembler.tools.supervisor_client import HOST
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -177,12 +179,36 @@ def test_kill_9_of_the_process_that_ran_them_kills_the_jobs(tmp_path: Path) -> N
     assert _wait_gone(seconds) == []
 
 
-def test_the_supervisor_itself_is_not_left_behind(tmp_path: Path) -> None:
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _below(root: int) -> list[int]:
+    """Live processes below `root`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X"):
+                    children.setdefault(int(fields[1]), []).append(int(name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def test_nothing_a_command_started_is_left_below_the_supervisors(tmp_path: Path) -> None:
+    # One long-lived supervisor per process hands each command to a command supervisor
+    # (kept for the next command); below them, nothing of any command remains.
     seconds = marker()
     run(tmp_path, ToolContext(workspace=tmp_path, timeout=0.5), command=f"sleep {seconds}")
-    mine = [
-        pid
-        for pid in live_processes_with("process_supervisor.py")
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())
-    ]
-    assert mine == []
+    run(tmp_path, command="echo done && (sleep 0.2 &)")
+    supervisors = set(live_processes_with("process_supervisor.py"))
+    assert [p for p in supervisors if _parent(p) == os.getpid()] == [HOST.pid]
+    deadline = time.monotonic() + 10
+    while set(_below(HOST.pid)) - supervisors and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert set(_below(HOST.pid)) - supervisors == set()

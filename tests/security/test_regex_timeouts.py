@@ -21,6 +21,7 @@ import pytest
 import assembler
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.builtin.search import FIND_TOOL, GREP_TOOL
+from assembler.tools.builtin.search_pool import WORKERS
 
 DRIVER = """
 import asyncio, json, sys
@@ -107,6 +108,7 @@ def test_a_catastrophic_grep_glob_is_stopped_too(ws: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 def test_timeouts_and_cancellation_leave_no_worker(ws: Path) -> None:
+    WORKERS.close()  # no idle worker kept from earlier searches: only this test's count
     result = call(GREP_TOOL, ws, 0.5, pattern="^(a+)+$")
     assert result.is_error and "did not finish" in result.content
     assert my_workers() == []

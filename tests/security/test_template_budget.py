@@ -19,7 +19,7 @@ from clirun import assemble
 from assembler.errors import TemplateError
 from assembler.manifest.model import TemplateOverride
 from assembler.prompt import sandbox
-from assembler.prompt.renderer import DynamicPromptRenderer, WorkspaceView
+from assembler.prompt.renderer import DynamicPromptRenderer, SkillEntry, WorkspaceView
 from assembler.tools.registry import ToolEntry
 
 NESTED_LOOPS = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
@@ -104,6 +104,29 @@ def test_the_budget_is_per_render_and_ordinary_templates_fit() -> None:
         )
         renderer._cache.clear()
     assert text.count("\n- t") == 2000  # "## tools\n- t0" too
+
+
+def test_a_catalog_over_the_base_limit_renders_and_a_multiplying_template_still_stops() -> None:
+    """Issue 21: 10,000 skills are over a million characters with the default template;
+    the limit grows with the text a section is given, and a template that repeats
+    that text more than `OUTPUT_PER_INPUT_CHAR` times over is still refused."""
+    skills = tuple(
+        SkillEntry(
+            f"skill-{i:05d}", f"Use it for the format number {i}. " * 3, f"skills/s{i}/SKILL.md"
+        )
+        for i in range(10_000)
+    )
+    text = DynamicPromptRenderer().render(
+        identity="x", context={}, tools=(), workspace=WorkspaceView("/ws"), skills=skills
+    )
+    assert len(text) > sandbox.MAX_OUTPUT_CHARS
+    assert text.count("\n- **skill-") == 10_000
+    amplifying = "{% for s in skills %}{{ s.description * 10 }}{% endfor %}"
+    renderer = DynamicPromptRenderer({"skills": TemplateOverride("skills", amplifying)})
+    with pytest.raises(TemplateError, match="may not multiply its input more than that"):
+        renderer.render(
+            identity="x", context={}, tools=(), workspace=WorkspaceView("/ws"), skills=skills
+        )
 
 
 def test_filters_that_take_the_context_still_work() -> None:

@@ -14,6 +14,11 @@ outlives the assembler process.
 The environment is an allowlist (`tool_environment`): the basics from the user's
 environment plus what the manifest passes through; the agent builds it into
 `ToolContext.env`.
+
+With a sandbox (`ToolContext.sandbox`), the command supervisor confines the command
+in the kernel right before `exec` (`assembler.sandbox`), and everything it starts
+inherits that; the result's `details["sandbox"]` says how it ran, and a failure the
+sandbox likely caused ends with a note saying so (`sandbox.denials`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.sandbox.denials import denial_note
 from assembler.tools.arguments import guarded, optional_number, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
 from assembler.tools.builtin.workspace import workspace_root
@@ -80,9 +86,19 @@ async def _bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     timeout = ctx.timeout if requested is None else min(requested, ctx.timeout)
     cwd = workspace_root(ctx.workspace)
     env = dict(ctx.env) if ctx.env is not None else tool_environment(os.environ)
+    policy = ctx.sandbox.policy() if ctx.sandbox is not None else None
+    if policy is not None:
+        env.update(policy.env)
 
     started = time.monotonic()
-    outcome = await _run(command, cwd=str(cwd), env=env, timeout=timeout, ctx=ctx)
+    outcome = await _run(
+        command,
+        cwd=str(cwd),
+        env=env,
+        timeout=timeout,
+        ctx=ctx,
+        policy=policy.to_dict() if policy is not None else None,
+    )
     elapsed = time.monotonic() - started
 
     text, dropped = outcome.output.text()
@@ -109,19 +125,34 @@ async def _bash(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         notes.append(f"[killed by signal {_signal_name(-outcome.exit_code)}]")
     elif outcome.exit_code:
         notes.append(f"[exit code {outcome.exit_code}]")
-    details = {
+    details: dict[str, Any] = {
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,
         "timeout": timeout,
         "elapsed": round(elapsed, 3),
         "truncated": cut.truncated or dropped > 0,
     }
+    if ctx.sandbox is not None:
+        shown = ctx.sandbox.describe()
+        ran: dict[str, Any] = {"filesystem": shown["filesystem"], "network": shown["network"]}
+        refused = ctx.sandbox.denied_since(started)
+        note = denial_note(shown, text, outcome.exit_code, refused)
+        if note:
+            notes.append(note)
+            ran["refused"] = refused or True
+        details["sandbox"] = ran
     is_error = outcome.timed_out or outcome.exit_code != 0
     return ToolResult("\n".join([body, *notes]), is_error=is_error, details=details)
 
 
 async def _run(
-    command: str, *, cwd: str, env: dict[str, str], timeout: float, ctx: ToolContext
+    command: str,
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout: float,
+    ctx: ToolContext,
+    policy: dict[str, Any] | None = None,
 ) -> _Outcome:
     """Run the command; return when it exits or times out, with nothing left running
     that holds its output (and nothing at all after a timeout or a cancellation).
@@ -141,7 +172,12 @@ async def _run(
         # manifest may set) decides what the command runs, not which shell runs it.
         shell = shutil.which("bash") or "bash"
         supervised = await start_supervised(
-            [shell, "-c", command], cwd=cwd, env=env, output_fd=write_fd
+            [shell, "-c", command],
+            cwd=cwd,
+            env=env,
+            output_fd=write_fd,
+            policy=policy,
+            scope=ctx.processes,
         )
     except BaseException:
         os.close(read_fd)

@@ -59,6 +59,12 @@ async def _read(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         timeout=ctx.timeout,
         what=f"read {shown}",
     )
+    return read_result(picked, shown, offset)
+
+
+def read_result(picked: Selection, shown: str, offset: int) -> ToolResult:
+    """What `read` answers for the lines it picked: the text, then the footer (also
+    for a file an editor's buffer holds, `assemble acp`)."""
     if picked.total == 0:
         return ToolResult(f"[{shown} is empty]", details={"path": shown, "total_lines": 0})
     if offset > picked.total:
@@ -112,7 +118,7 @@ async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     path = resolve_in_workspace(ctx.workspace, user_path, for_write=True, read_roots=ctx.read_roots)
     shown = display_path(ctx.workspace, path)
     refuse_guard(path, shown, ctx)
-    data = _encode(content, "content")
+    data = encoded(content, "content")
 
     def write() -> int | None:
         mode = existing_mode(path, shown)
@@ -146,7 +152,7 @@ async def _edit(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         note=_MAYBE_WRITTEN,
     )
     return ToolResult(
-        _summary(shown, line, old_text, new_text),
+        edit_summary(shown, line, old_text, new_text),
         details={"path": shown, "line": line},
     )
 
@@ -168,6 +174,14 @@ def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
     """Replace the one occurrence of `old_text`; the line it was at, or a `ToolError`."""
     mode = existing_mode(path, shown)
     text = read_text_exact(path, shown)
+    updated, line = edited_text(text, shown, old_text, new_text)
+    replace_file(path, encoded(updated, "new_text"), mode)
+    return line
+
+
+def edited_text(text: str, shown: str, old_text: str, new_text: str) -> tuple[str, int]:
+    """`text` with the one occurrence of `old_text` replaced, and the line it was at;
+    a `ToolError` the model can act on otherwise (also for an editor's buffer)."""
     starts = _occurrences(text, old_text)
     if not starts:
         message = f"old_text was not found in {shown}."
@@ -192,12 +206,10 @@ def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
     if old_text == new_text:
         raise ToolError("old_text and new_text are identical; there is nothing to change")
     start = starts[0]
-    updated = text[:start] + new_text + text[start + len(old_text) :]
-    replace_file(path, _encode(updated, "new_text"), mode)
-    return _line_of(text, start)
+    return text[:start] + new_text + text[start + len(old_text) :], _line_of(text, start)
 
 
-def _encode(text: str, name: str) -> bytes:
+def encoded(text: str, name: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -228,7 +240,7 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
-def _summary(shown: str, line: int, old_text: str, new_text: str) -> str:
+def edit_summary(shown: str, line: int, old_text: str, new_text: str) -> str:
     """`Edited f at line 3: 2 lines -> 1 line`, then the removed and added lines."""
     old_lines, new_lines = old_text.splitlines(), new_text.splitlines()
     out = [f"Edited {shown} at line {line}: replaced {_count(old_lines)} with {_count(new_lines)}"]

@@ -8,7 +8,8 @@ workspace, so they can be passed straight to `read` and `edit`.
 `grep` and `find` run the model's regular expression and globs in a separate process
 (`search_worker`) that is killed when the tool timeout expires: Python's `re`
 backtracks, and a pattern such as `^(a+)+$` would otherwise run for hours holding the
-GIL, past any timeout. `ls` lists one directory in a thread, within the timeout.
+GIL, past any timeout. The process is kept for the next call while it answers in time
+(`search_pool`). `ls` lists one directory in a thread, within the timeout.
 
 All three leave out what the manifest's `read` deny rules hide (`ToolContext.hidden`):
 a denied file's lines are not grepped, its name is not found or listed, and a search
@@ -17,10 +18,8 @@ rooted in a hidden path is refused. Output then says that something was left out
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,6 @@ from assembler.tools.builtin.workspace import (
     resolve_in_workspace,
     workspace_root,
 )
-from assembler.tools.environment import base_environment
 from assembler.tools.offload import run_blocking
 from assembler.tools.truncate import truncate_output
 
@@ -48,14 +46,6 @@ MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINE_CHARS = 300
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
 DEFAULT_FIND_LIMIT = 1000
-#: Where the `assembler` package can be imported from, for the worker process.
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # assembler/tools/builtin/..
-#: The worker's command line: only the standard library and this package importable
-#: (the package root is appended to the path, so it cannot shadow the stdlib).
-WORKER_BOOT = (
-    "import sys; sys.path.append(sys.argv[1]); "
-    f"from {__package__}.search_worker import main; main()"
-)
 
 
 def _base(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
@@ -105,7 +95,7 @@ def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, An
 
 
 async def _in_worker(request: dict[str, Any], ctx: ToolContext, what: str) -> dict[str, Any]:
-    """Run a search in a worker process; kill it when it exceeds the tool timeout."""
+    """Run a search in a worker process; it is killed when it exceeds the tool timeout."""
     try:
         return await run_in_worker(request, ctx.timeout, what)
     except WorkerTimeout:
@@ -121,47 +111,17 @@ class WorkerTimeout(ToolError):
 
 
 async def run_in_worker(request: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
-    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process, killed when
-    it takes longer than `timeout` seconds (`WorkerTimeout`) or the call is cancelled.
-    Also used by evaluations' `answer_matches`, whose pattern may backtrack as badly."""
-    # Imported here: listing and validating tools must not load asyncio.
-    import asyncio
+    """Run `request` (`op`: `grep`, `find` or `match`) in a worker process (kept between
+    calls, see `search_pool`), killed when it takes longer than `timeout` seconds
+    (`WorkerTimeout`) or the call is cancelled. Also used by evaluations'
+    `answer_matches`, whose pattern may backtrack as badly."""
+    # Imported here: listing and validating tools must not load subprocess and asyncio.
+    from assembler.tools.builtin.search_pool import WORKERS
 
-    from assembler.tools.processes import RUNNING
-
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        WORKER_BOOT,
-        _PACKAGE_ROOT,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=base_environment(os.environ),
-    )
-
-    def kill() -> None:
-        if proc.returncode is None:
-            proc.kill()
-
-    RUNNING.add(proc.pid, kill)
-    payload = json.dumps({**request, "parent": os.getpid()}).encode()
     try:
-        out, err = await asyncio.wait_for(proc.communicate(payload), timeout)
+        answer = await WORKERS.ask(request, timeout, what)
     except TimeoutError:
         raise WorkerTimeout(f"{what} did not finish within {timeout:g} s") from None
-    finally:
-        # Also on cancellation: the search must not outlive the call, and the process
-        # is reaped here so its pipes are closed before the event loop is.
-        kill()
-        RUNNING.discard(proc.pid)
-        await proc.wait()  # killed: this returns at once
-    if proc.returncode != 0:
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-        raise ToolError(f"{what} failed (exit code {proc.returncode}): {tail[0]}")
-    answer: dict[str, Any] = json.loads(out)
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     return answer

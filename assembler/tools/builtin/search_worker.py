@@ -7,13 +7,15 @@ or the glob `*a*a*a*a*a*a*a*a*b` against a long name, runs for hours while holdi
 GIL, so neither a thread nor the event loop could stop it and `tool_timeout` did not
 hold. Here the whole search (walk, globs, regex) runs in a child process that the
 tool kills when the timeout expires or the call is cancelled. The child dies with the
-assembler too (`PR_SET_PDEATHSIG`).
+assembler too (`PR_SET_PDEATHSIG`, and end-of-file on its stdin).
 
-Started as `python -I -S -c <WORKER_BOOT> <package root>` by `search_tools`: the request
-is one JSON object on stdin, the answer one JSON object on stdout. `hidden` in the
-request lists regular expressions over rooted paths (`/secrets/prod.env`) that the
-manifest's `read` deny rules keep from the model: such files are neither searched
-nor listed, and the answer says how many were left out.
+Started as `python -I -S -c <WORKER_BOOT> <package root> <parent pid>` by
+`search_pool`, and kept for later calls: each request is one JSON line on stdin, each
+answer one JSON line on stdout. A search that raises answers `{"failed": "..."}`
+(the pool then stops this worker: nothing of a failed search is trusted to be tidy).
+`hidden` in a request lists regular expressions over rooted paths
+(`/secrets/prod.env`) that the manifest's `read` deny rules keep from the model: such
+files are neither searched nor listed, and the answer says how many were left out.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import os
 import re
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,9 +140,18 @@ def _die_with_parent(parent: int) -> None:
         sys.exit(1)
 
 
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """One request's answer; an unexpected exception is an answer too."""
+    try:
+        return _OPERATIONS[request["op"]](request)
+    except Exception as e:  # a bug or a MemoryError: say so instead of dying silently
+        return {"failed": f"{type(e).__name__}: {e}"}
+
+
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    _die_with_parent(int(request["parent"]))
-    answer = _OPERATIONS[request["op"]](request)
-    sys.stdout.write(json.dumps(answer))
-    sys.stdout.flush()
+    _die_with_parent(int(sys.argv[2]))
+    # A pattern such as `[[a]` makes `re` warn on stderr, which nobody reads.
+    warnings.simplefilter("ignore")
+    for line in sys.stdin.buffer:  # until the assembler closes the pipe
+        sys.stdout.write(json.dumps(answer(json.loads(line))) + "\n")
+        sys.stdout.flush()
