@@ -66,6 +66,7 @@ class SystemPromptProvider:
             workspace=self.workspace,
             skills=self.skills,
             memory=memory,
+            parameters=self.parameters,
         )
         self.last, self.last_memory = rendered, tuple(entry.name for entry in memory)
         return rendered

@@ -243,6 +243,8 @@ def _inputs(recording: Recording, model_side: Normalizer) -> dict[str, Any]:
                 {"interrupt": {"after_turn": item.after_turn, "tools_ran": item.tools_ran}}
             )
     result: dict[str, Any] = {"prompt": model_side(first.text)}
+    if recording.params is not None:  # scrubbed like every text the session holds
+        result["params"] = _scrubbed(recording.params, model_side)
     if messages:
         result["messages"] = messages
     return result
@@ -353,3 +355,14 @@ def _preamble(header: Mapping[str, Any], scrubber: Scrubber) -> str:
         "# `assemble eval THIS_FILE` replays it and reports the first divergence;\n"
         "# `--model provider:name` runs the same task against a real model instead.\n"
     )
+
+
+def _scrubbed(value: Any, model_side: Normalizer) -> Any:
+    """`value` with every string in it scrubbed (parameter values are JSON)."""
+    if isinstance(value, str):
+        return model_side(value)
+    if isinstance(value, Mapping):
+        return {str(k): _scrubbed(v, model_side) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v, model_side) for v in value]
+    return value

@@ -75,6 +75,9 @@ class Recording:
     last_end: Mapping[str, Any] | None = None
     """The last `run_end` event on the branch (its answer, output, reason)."""
     workspace_end: Mapping[str, Any] | None = None
+    params: Mapping[str, Any] | None = None
+    """The values of the agent's `parameters` its first run started with (bound for
+    the whole session, as `Agent` binds them)."""
     completed: bool = False
     """The last run ended (with a `run_end`), rather than being cut off."""
 
@@ -151,6 +154,9 @@ class _Reader:
             self.turn = 0
             self.in_run = True
             self.started_prompt = str(event.get("prompt", ""))
+            params = event.get("params")
+            if self.run == 1 and isinstance(params, Mapping):
+                self.recording.params = dict(params)
             self.recording.inputs.append(Input("prompt", self.started_prompt))
         elif event.get("type") == "run_end":
             self.in_run = False

@@ -5,6 +5,7 @@ for a session from a newer format, a torn session file, a workspace that is gone
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -25,9 +26,10 @@ from regress_project import (
     to_test,
 )
 
+from assembler.agent.build import build_agent
 from assembler.errors import ConversionError
 from assembler.regress.convert import ConvertOptions, convert
-from assembler.testing import text, tool_call
+from assembler.testing import ScriptedModel, text, tool_call
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8J9k0L1m2"
 TOKEN = "ghp_" + "x" * 36
@@ -259,3 +261,51 @@ def test_the_command_line_converts_and_evaluates(
         capsys, "sessions", "to-test", "nothing-like-this", "--session-dir", ".sessions"
     )
     assert done.code != 0 and "Traceback" not in done.err
+
+
+def test_a_typed_agents_parameters_are_carried_into_the_test(project: Path) -> None:
+    """A session of an agent run with parameter values becomes a task with those values
+    (scrubbed like the rest): the replay renders the same prompt, so it passes; with the
+    default instead the identity section would diverge."""
+    manifest = project / "agents" / "fixer.yaml"
+    text_ = (
+        manifest.read_text("utf-8")
+        .replace(
+            "name: fixer\n",
+            "name: fixer\nparameters:\n  area: {type: string, default: shipping}\n"
+            "  token: {type: string, default: none}\n",
+        )
+        .replace(
+            "limits:\n",
+            "prompt:\n  identity:\n    template: |\n"
+            "      {{ identity }}\n      You look after {{ area }} ({{ token }}).\nlimits:\n",
+        )
+    )
+    manifest.write_text(text_, "utf-8")
+    secret = "ghp_" + "A" * 36
+    model = ScriptedModel([text("Nothing to do.")])
+    agent = build_agent(manifest, provider=model, session_dir=project / ".sessions", trust=True)
+
+    async def go() -> None:
+        async with agent:
+            await agent.prompt("Look around.", params={"area": "fees", "token": secret})
+
+    asyncio.run(go())
+    assert agent.session is not None
+    conversion = to_test(agent.session.path, project / "evals" / "typed.eval.yaml")
+    written = (project / "evals" / "typed.eval.yaml").read_text("utf-8")
+    assert secret not in written
+    (task,) = yaml.safe_load(written)["tasks"]
+    assert task["params"]["area"] == "fees"
+    assert task["params"]["token"] != secret and "scrubbed" in task["params"]["token"]
+    assert conversion is not None
+    record_ = replay_one(project / "evals" / "typed.eval.yaml")
+    assert record_.status == "passed", failure(record_)
+    # not vacuous: the same test run on the defaults diverges in the identity section
+    eval_file = project / "evals" / "typed.eval.yaml"
+    data = yaml.safe_load(eval_file.read_text("utf-8"))
+    del data["tasks"][0]["params"]
+    eval_file.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
+    on_defaults = replay_one(eval_file)
+    assert on_defaults.status != "passed"
+    assert "identity" in failure(on_defaults), failure(on_defaults)
