@@ -176,7 +176,11 @@ def _check_typed_tasks(
     from assembler.typed.parameters import Parameters
 
     raw_tasks = _items(data.get("tasks"))
-    index_of = {t.get("id"): i for i, t in enumerate(raw_tasks) if isinstance(t, dict)}
+    index_of = {  # only ids that are strings: a malformed one is the schema's error
+        t["id"]: i
+        for i, t in enumerate(raw_tasks)
+        if isinstance(t, dict) and isinstance(t.get("id"), str)
+    }
     parameters = Parameters(manifest.parameters, agent=manifest.name)
     for task in tasks:
         index = None if from_file else index_of.get(task.id)
