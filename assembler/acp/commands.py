@@ -101,22 +101,11 @@ async def _compact(agent: Agent, focus: str) -> str:
 def session_text(agent: Agent) -> str:
     """What `/session` says, one fact a line."""
     state = agent.state()
-    session = state.session
-    lines = (
-        [f"session {session.id}", f"file: {session.path}"]
-        if session is not None
-        else ["session: not recorded (--no-session)"]
-    )
+    lines = state.session_lines()
     usage = state.usage
     lines.append(f"model: {state.model}")
     lines.append(f"tokens used: {usage.input_tokens:,} in, {usage.output_tokens:,} out")
-    tokens, window = state.context_tokens, state.context_window
-    if not tokens:
-        lines.append("context: no response since the start or the last compaction")
-    elif window:
-        lines.append(f"context: {tokens:,} of {window:,} tokens ({tokens * 100 // window}%)")
-    else:
-        lines.append(f"context: {tokens:,} tokens (window unknown)")
+    lines.append(state.context_line())
     lines.append(f"permission mode: {state.permission_mode or 'default'}")
     return "\n".join(lines) + "\n"
 

@@ -59,3 +59,18 @@ class AgentState:
     def forked_from(self) -> str | None:
         value = self.session.header.get("forked_from") if self.session is not None else None
         return value if isinstance(value, str) and value else None
+
+    def session_lines(self) -> list[str]:
+        """Where the session is recorded, as `/session` shows it (terminal and editor)."""
+        if self.session is None:
+            return ["session: not recorded (--no-session)"]
+        return [f"session {self.session.id}", f"file: {self.session.path}"]
+
+    def context_line(self) -> str:
+        """How full the context window is, as `/session` shows it."""
+        tokens, window = self.context_tokens, self.context_window
+        if not tokens:
+            return "context: no response since the start or the last compaction"
+        if window:
+            return f"context: {tokens:,} of {window:,} tokens ({tokens * 100 // window}%)"
+        return f"context: {tokens:,} tokens (window unknown)"

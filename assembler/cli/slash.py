@@ -116,24 +116,13 @@ def show_tree(agent: Agent) -> None:
 
 def show_session(agent: Agent) -> None:
     state = agent.state()
-    session = state.session
-    lines = (
-        [f"session {session.id}", f"file: {session.path}"]
-        if session is not None
-        else ["session: not recorded (--no-session)"]
-    )
+    lines = state.session_lines()
     usage = state.usage
     cache = f", {usage.cache_read_tokens:,} cache read" if usage.cache_read_tokens else ""
     lines.append(
         f"tokens used since start: {usage.input_tokens:,} in, {usage.output_tokens:,} out{cache}"
     )
-    tokens, window = state.context_tokens, state.context_window
-    if not tokens:
-        lines.append("context: no response since the start or the last compaction")
-    elif window:
-        lines.append(f"context: {tokens:,} of {window:,} tokens ({tokens * 100 // window}%)")
-    else:
-        lines.append(f"context: {tokens:,} tokens (window unknown)")
+    lines.append(state.context_line())
     if state.steers or state.follow_ups:
         lines.append(f"queued: {len(state.steers)} steer(s), {len(state.follow_ups)} follow-up(s)")
     if state.permission_mode is not None:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 CheckKind = Literal[
     "command",
@@ -25,18 +25,7 @@ CheckKind = Literal[
     "files_equal",
     "tool_sequence",
 ]
-CHECK_KINDS: tuple[CheckKind, ...] = (
-    "command",
-    "unchanged",
-    "answer_contains",
-    "answer_matches",
-    "tool_called",
-    "tool_not_called",
-    "output_matches",
-    "output_equals",
-    "files_equal",
-    "tool_sequence",
-)
+CHECK_KINDS: tuple[CheckKind, ...] = get_args(CheckKind)
 VALUE_KINDS = ("output_matches", "output_equals")
 """Checks whose argument is a JSON value (`value`), not text."""
 DATA_KINDS: tuple[CheckKind, ...] = ("files_equal", "tool_sequence")
