@@ -1,8 +1,8 @@
 """The interactive session of `assemble run` (no `-p`): one event loop for the whole
 session, so servers, the session file and the conversation live across turns.
 
-Input is read in a thread (`line_input.LineReader`) while the agent works: on a
-terminal, a line typed during a turn is a steer (shown as queued, delivered after the
+The session's event loop runs in a thread of its own while the main thread reads
+lines (`line_input.LineReader`, and `run_session` below): on a terminal, a line typed during a turn is a steer (shown as queued, delivered after the
 running tools), `/followup TEXT` waits for the end of the run, and the few commands
 that only look (`/help`, `/tree`, `/session`) answer at once. A question the turn
 asks (a permission `ask`, `/fork`'s pick) takes the next line. From a pipe or a file,
@@ -10,9 +10,9 @@ each line waits for the previous one to finish: a script means each line as a
 message.
 
 Ctrl-C cancels the turn or command in progress (its tool calls are answered as
-cancelled, so the conversation stays valid) and never the session; at the prompt, a
-second Ctrl-C in a row on an empty line leaves, as do `/exit` and the end of input
-(after the turn in progress). A line ending with a backslash goes on on the next line, for a
+cancelled, so the conversation stays valid) and never the session; at the prompt it
+clears the line typed so far, and a second Ctrl-C in a row (the line empty) leaves, as
+do `/exit` and the end of input (after the turn in progress). A line ending with a backslash goes on on the next line, for a
 message of several lines where a paste is not at hand (a bracketed paste arrives as
 one message already). `@path` attaches a workspace file to a message (`mentions`);
 Tab completes commands and paths (`completion`). A session in which every turn failed
@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+import threading
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -33,7 +35,7 @@ import click
 from assembler.cli import slash
 from assembler.cli.approval import ConsoleApprover
 from assembler.cli.completion import Completer
-from assembler.cli.line_input import LineReader
+from assembler.cli.line_input import Interrupted, Line, LineReader
 from assembler.cli.mentions import attach
 from assembler.cli.report import report_error
 from assembler.cli.turns import drive, session_note
@@ -73,10 +75,12 @@ class Interactive:
         self.leaving = False
         self.turns = 0
         self.failed = 0
-        self.reader: LineReader | None = None
+        self.reader = LineReader(terminal=terminal, prompt_stream=sys.stderr if as_json else None)
         self.continued: list[str] = []  # lines so far of a message ended with `\`
         self.interrupted = False  # the last key was Ctrl-C at an empty prompt
         self.quit: asyncio.Future[None] | None = None
+        self.main: asyncio.Task[Any] | None = None  # `run()`, on the session's loop
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def asking(self) -> bool:
@@ -84,29 +88,23 @@ class Interactive:
         return self.answer is not None and not self.answer.done()
 
     async def run(self) -> int:
+        """The session on its loop (`run_session` runs it beside the reader)."""
         loop = asyncio.get_running_loop()
-        self.reader = LineReader(
-            terminal=self.terminal, prompt_stream=sys.stderr if self.as_json else None
-        )
-        workspace = self.agent.state().workspace
-        self.reader.open(Completer(workspace, self._command_names))
+        self.main = asyncio.current_task()
+        self.reader.bind(self._interrupt)
         self.quit = loop.create_future()
         if self.approvals:
             self.agent.set_approver(ConsoleApprover(self.ask))
         try:
             await self.agent.start()
             if not self.as_json:
-                slash.note("Type a message; /help lists commands, Ctrl-C cancels a turn, "
-                           "/exit or Ctrl-D leaves.")  # fmt: skip
-            handled = _on_sigint(loop, self._interrupt)
+                slash.note("Type a message; /help lists commands, Ctrl-C cancels a turn or "
+                           "clears the line, /exit or Ctrl-D leaves.")  # fmt: skip
             try:
                 await self._serve()
             finally:
-                if handled:
-                    loop.remove_signal_handler(signal.SIGINT)
                 await self._stop_work()
         finally:
-            self.reader.close()
             await self.agent.aclose()
             session_note(self.agent, self.as_json)
         return 1 if self.turns and self.failed == self.turns else 0
@@ -115,7 +113,7 @@ class Interactive:
 
     async def _serve(self) -> None:
         assert self.reader is not None
-        reading: asyncio.Future[str | None] | None = None
+        reading: asyncio.Future[Line] | None = None
         ended = False
         self._want_line()
         while True:
@@ -143,8 +141,11 @@ class Interactive:
         if reading is not None:
             reading.cancel()
 
-    def _take(self, line: str | None) -> bool:
+    def _take(self, line: Line) -> bool:
         """Act on one line (None: the end of input); False to leave now."""
+        if isinstance(line, Interrupted):
+            self._interrupt(line)
+            return True
         if self.answer is not None and self.asking:
             self.answer.set_result(line or "")
             if line is not None:
@@ -243,27 +244,30 @@ class Interactive:
             with contextlib.suppress(asyncio.CancelledError, AssemblerError):
                 await work
 
-    def _interrupt(self) -> None:
-        """Ctrl-C: cancel the work in progress; when idle, forget a message being
-        continued, and a second Ctrl-C at an empty prompt leaves."""
+    def _interrupt(self, read: Interrupted | None = None) -> None:
+        """Ctrl-C: cancel the work in progress; when idle, clear the line (readline has
+        dropped it: `read`), or forget a message being continued; a second Ctrl-C in a
+        row at the prompt leaves. `read` is None when no line was being edited."""
         if self.work is not None and not self.work.done():
             self.work.cancel()
             return
-        typed = _typed_so_far()
         if self.continued:
             self.continued = []
             said = "(the lines before were dropped; "
-        elif typed:
-            said = "(Ctrl-U clears the line; "
+        elif read is not None and read.typed:
+            said = "(line cleared; "
         elif self.interrupted and self.quit is not None and not self.quit.done():
             click.echo(err=self.as_json)
-            self.quit.set_result(None)  # the second Ctrl-C at an empty prompt
+            self.quit.set_result(None)  # the second Ctrl-C in a row at the prompt
             return
         else:
             said = "("
-        self.interrupted = said == "("
+        self.interrupted = True
+        # a read that Ctrl-C ended starts again with its prompt; one still going (no
+        # line editing) keeps its place, so the prompt is shown again here
+        again = "" if read is not None else (MORE if self.continued else PROMPT)
         click.echo(
-            f"\n{said}Ctrl-C again, /exit or Ctrl-D to leave)\n{PROMPT}",
+            f"\n{said}Ctrl-C again, /exit or Ctrl-D to leave)\n{again}",
             err=self.as_json,
             nl=False,
         )
@@ -306,21 +310,65 @@ class Interactive:
             self.answer = None
 
 
-def _typed_so_far() -> str:
-    """What is typed at the prompt and not sent yet (readline's line; empty without it)."""
-    module = sys.modules.get("readline")  # loaded by `LineReader.open` on a terminal only
-    if module is None:
-        return ""
+def run_session(session: Interactive) -> int:
+    """Run `session`: its event loop in a thread, the reading of lines in this one
+    (the main thread: see `line_input`), which also takes Ctrl-C. The session's exit
+    status; its failure (or SIGTERM's `SystemExit` here) is raised after it stopped."""
+    reader = session.reader
+    reader.open(Completer(session.agent.state().workspace, session._command_names))
+    outcome: dict[str, Any] = {}
+    started = threading.Event()
+    # click keeps its context (`color=False` under NO_COLOR) per thread, Python its
+    # context variables: the session's thread gets this thread's
+    click_context = click.get_current_context(silent=True)
+    variables = contextvars.copy_context()
+
+    def loop_thread() -> None:
+        try:
+            with click_context.scope(cleanup=False) if click_context else contextlib.nullcontext():
+                outcome["code"] = variables.run(asyncio.run, _started(session, started))
+        except BaseException as e:  # re-raised in the main thread
+            outcome["error"] = e
+        finally:
+            started.set()
+            reader.stop()
+
+    handled = _handle_sigint(reader)
+    thread = threading.Thread(target=loop_thread, name="assemble-session", daemon=True)
     try:
-        return str(module.get_line_buffer())
-    except (AttributeError, ValueError):
-        return ""
+        thread.start()
+        started.wait()  # the loop is bound: lines and Ctrl-C have somewhere to go
+        try:
+            reader.serve()
+            thread.join()  # after the end of input, the turn in progress goes on
+        except BaseException:  # SIGTERM's SystemExit, a Ctrl-C while it closes
+            loop = session.loop
+            if loop is not None and session.main is not None and thread.is_alive():
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(session.main.cancel)
+                thread.join(timeout=5)
+            raise
+    finally:
+        reader.close()
+        if handled is not None:
+            signal.signal(signal.SIGINT, handled)
+    if "error" in outcome:
+        raise outcome["error"]
+    return int(outcome.get("code", 1))
 
 
-def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> bool:
-    """Route Ctrl-C to `handler` on the loop (not where the platform cannot)."""
+async def _started(session: Interactive, started: threading.Event) -> int:
+    session.loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(session.run())
+    await asyncio.sleep(0)  # `run()` has bound the reader to this loop
+    started.set()
+    return await task
+
+
+def _handle_sigint(reader: LineReader) -> Any:
+    """Give SIGINT to `reader` (in the main thread only); the handler it replaced, or
+    None when it could not."""
     try:
-        loop.add_signal_handler(signal.SIGINT, handler)
-    except (NotImplementedError, RuntimeError, ValueError):
-        return False
-    return True
+        return signal.signal(signal.SIGINT, reader.handle_sigint)
+    except (ValueError, OSError):  # not the main thread: Ctrl-C stays a KeyboardInterrupt
+        return None

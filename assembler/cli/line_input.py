@@ -1,7 +1,8 @@
-"""Lines typed into an interactive session, read in a thread so the event loop keeps
-running (a line typed while the agent works is a steer, not a wait).
+"""Lines typed into an interactive session, read in the main thread while the
+session's event loop runs in a thread of its own (a line typed while the agent works
+is a steer, not a wait).
 
-The thread reads one line per `request()` and hands it to the loop, so the session
+The reader reads one line per `request()` and hands it to the loop, so the session
 decides when the next read starts: on a terminal as soon as a line arrived (the
 person may type at any time); from a pipe or a file only when the session is idle,
 since a script cannot time its lines and means each one as a message of its own.
@@ -10,6 +11,15 @@ On a terminal (stdin and stdout both), lines are read with `input()`, which uses
 readline when it is available: line editing, and a history kept in the user's data
 folder (`<data dir>/history`, private to the user) across sessions, and Tab
 completes `/commands` and `@path` mentions (`completion`).
+
+Why the main thread: Python runs signal handlers there only, and readline gives up
+the line being edited (and puts the terminal back) only when a signal handler raises
+inside it. So Ctrl-C can clear a half-typed line only if readline runs in the main
+thread: the handler takes the text typed so far and raises, the read ends as an
+`Interrupted` "line", and the session (on its loop) decides what the key meant:
+cancel the work in progress, clear the line, or leave. A Ctrl-C outside a read goes
+to the session directly. When the session ends first, `stop()` interrupts the read the
+same way (with `_Closed`).
 """
 
 from __future__ import annotations
@@ -18,9 +28,13 @@ import asyncio
 import contextlib
 import os
 import queue
+import signal
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from assembler.user_dirs import default_data_dir
@@ -35,27 +49,55 @@ def history_file() -> Path:
     return default_data_dir() / "history"
 
 
+@dataclass(frozen=True)
+class Interrupted:
+    """Ctrl-C while a line was read on a terminal: readline dropped `typed`."""
+
+    typed: str = ""
+
+
+Line = str | Interrupted | None
+"""What a read gives: the line, a Ctrl-C that ended it, or None at the end of input."""
+
+
+class _Closed(Exception):
+    """Raised by the SIGINT handler in the main thread when the session is over."""
+
+
 class LineReader:
-    """Reads stdin line by line in a daemon thread; `get()` gives each line, None at
-    the end of input."""
+    """Reads stdin line by line in the main thread (`serve()`); the session's loop
+    asks for lines with `request()` and takes them with `get()`."""
 
     def __init__(self, *, terminal: bool, prompt_stream: TextIO | None = None) -> None:
         self.terminal = terminal
         self.prompt_stream = prompt_stream  # None: the prompt goes where input() puts it
-        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
         self.pending = False  # a read was requested and its line has not come yet
         self.pending_prompt = ""
-        self._requests: queue.Queue[str] = queue.Queue()
-        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[Line] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._on_interrupt: Callable[[], None] | None = None
+        self._requests: queue.Queue[str | None] = queue.Queue()
         self._ended = False
         self._history: Path | None = None
         self._terminal_state: list[Any] | None = None
-        threading.Thread(target=self._read, name="assemble-input", daemon=True).start()
+        self._editing = False  # the main thread is inside readline's `input()`
+        self._typed = ""  # what that read held when Ctrl-C ended it
+        self._closing = False
+        self._serving = False
+        self._guard = threading.Lock()
+        self._main = threading.main_thread().ident
 
     @property
     def ended(self) -> bool:
         """The end of input was read: no line will come any more."""
         return self._ended
+
+    def bind(self, on_interrupt: Callable[[], None]) -> None:
+        """On the session's loop, before the first `request()`: lines go to this loop,
+        and a Ctrl-C outside a read calls `on_interrupt` there."""
+        self._loop = asyncio.get_running_loop()
+        self._lines = asyncio.Queue()
+        self._on_interrupt = on_interrupt
 
     def request(self, prompt: str = "") -> None:
         """Start reading the next line (showing `prompt`), unless a read is under way."""
@@ -65,32 +107,91 @@ class LineReader:
         self.pending_prompt = prompt
         self._requests.put(prompt)
 
-    async def get(self) -> str | None:
-        line = await self.lines.get()
+    async def get(self) -> Line:
+        assert self._lines is not None, "bind() first"
+        line = await self._lines.get()
         self.pending = False
         if line is None:
             self._ended = True
         return line
 
-    def _read(self) -> None:
-        while True:
-            prompt = self._requests.get()
-            try:
-                line: str | None = self._read_line(prompt)
-            except (EOFError, OSError, ValueError):
-                line = None
-            except KeyboardInterrupt:  # only the main thread gets them; to be safe
-                line = ""
-            try:
-                self._loop.call_soon_threadsafe(self.lines.put_nowait, line)
-            except RuntimeError:  # the loop is closed: the session is over
+    # -- the main thread -------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Read lines as they are requested until the end of input or `stop()`; in
+        the main thread, with `handle_sigint` as the SIGINT handler."""
+        with self._guard:
+            if self._closing:
                 return
-            if line is None:
-                return
+            self._serving = True
+        try:
+            while True:
+                prompt = self._requests.get()
+                if prompt is None:
+                    return
+                line = self._read(prompt)
+                self._post(line)
+                if line is None:
+                    return
+        except _Closed:
+            return
+        finally:
+            with self._guard:
+                self._serving = False
+
+    def stop(self) -> None:
+        """From the session's thread, once it is over: end `serve()`, interrupting the
+        read under way (readline then gives the terminal back as it found it)."""
+        with self._guard:
+            self._closing = True
+            self._requests.put(None)
+            if self._serving and self._main is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    signal.pthread_kill(self._main, signal.SIGINT)
+
+    def handle_sigint(self, signum: int, frame: FrameType | None) -> None:
+        """Ctrl-C, in the main thread: inside a read on a terminal it ends the read
+        (readline drops the line); elsewhere the session hears it; when the session
+        is over (or not started), it is the KeyboardInterrupt it always was."""
+        if self._closing:
+            raise _Closed
+        if self._editing:
+            self._typed = _line_buffer()  # readline still holds it here, not after
+            raise KeyboardInterrupt  # caught in `_read`: readline drops the line
+        loop, handler = self._loop, self._on_interrupt
+        if loop is None or handler is None or loop.is_closed():
+            raise KeyboardInterrupt
+        try:
+            loop.call_soon_threadsafe(handler)
+        except RuntimeError:  # the loop closed meanwhile
+            raise KeyboardInterrupt from None
+
+    def _read(self, prompt: str) -> Line:
+        editing = self.terminal and self.prompt_stream is None
+        try:
+            if not editing:
+                return self._read_line(prompt)
+            self._typed = ""
+            self._editing = True
+            try:
+                return input(prompt)  # readline's editing, when stdin and stdout are terminals
+            finally:
+                self._editing = False
+        except KeyboardInterrupt:
+            return Interrupted(self._typed)
+        except (EOFError, OSError, ValueError):
+            return None
+
+    def _post(self, line: Line) -> None:
+        loop, lines = self._loop, self._lines
+        if loop is None or lines is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the session is over
+            loop.call_soon_threadsafe(lines.put_nowait, line)
 
     def _read_line(self, prompt: str) -> str:
         if self.prompt_stream is None:
-            return input(prompt)  # readline's editing, when stdin and stdout are terminals
+            return input(prompt)
         if prompt:
             self.prompt_stream.write(prompt)
             self.prompt_stream.flush()
@@ -141,6 +242,17 @@ class LineReader:
                 os.chmod(path, 0o600)  # what a person types can hold secrets
         if self._terminal_state is not None:
             _restore_terminal(self._terminal_state)
+
+
+def _line_buffer() -> str:
+    """What readline holds of the line being edited ("" without readline)."""
+    module = sys.modules.get("readline")  # loaded by `open` on a terminal only
+    if module is None:
+        return ""
+    try:
+        return str(module.get_line_buffer())
+    except (AttributeError, ValueError):
+        return ""
 
 
 def _terminal_settings() -> list[Any] | None:

@@ -157,7 +157,7 @@ def run(
         if end is None or end.reason != "completed":
             sys.exit(EXIT_OUTPUT_INVALID if end and end.reason == OUTPUT_INVALID else 1)
         return
-    code = asyncio.run(_interactive(agent, as_json, max_turns, hide_reasoning))
+    code = _interactive(agent, as_json, max_turns, hide_reasoning)
     if code:
         sys.exit(code)
 
@@ -190,10 +190,8 @@ async def _one_shot(
         session_note(agent, as_json)
 
 
-async def _interactive(
-    agent: Agent, as_json: bool, max_turns: int | None, hide_reasoning: bool
-) -> int:
-    from assembler.cli.interactive import Interactive
+def _interactive(agent: Agent, as_json: bool, max_turns: int | None, hide_reasoning: bool) -> int:
+    from assembler.cli.interactive import Interactive, run_session
 
     terminal = _is_terminal(sys.stdin)
     session = Interactive(
@@ -204,7 +202,7 @@ async def _interactive(
         approvals=terminal and not as_json and _is_terminal(sys.stderr),
         hide_reasoning=hide_reasoning,
     )
-    return await session.run()
+    return run_session(session)
 
 
 def _prompt_with_stdin(prompt: str, stdin: TextIO) -> str:

@@ -107,22 +107,36 @@ def test_a_backslash_continues_the_message_and_a_paste_is_one_message(
     assert user_messages() == ["first line\nsecond line", "pasted one\npasted two"]
 
 
-def test_ctrl_c_at_the_prompt_twice_on_an_empty_line_leaves(
+def test_ctrl_c_clears_the_typed_line_and_a_second_one_leaves(
     project: Path, terminal: list[PtySession]
 ) -> None:
     chat = start(terminal, project)
     os.write(chat.master, b"half typed")
-    chat.expect("half typed")  # echoed: readline has it (Ctrl-C flushes what it has not)
+    chat.expect("half typed")  # echoed: readline has it
     chat.interrupt()
-    chat.expect("(Ctrl-U clears the line; Ctrl-C again, /exit or Ctrl-D to leave)")
-    shown = len(chat.raw)
-    os.write(chat.master, b"\x15")  # Ctrl-U
-    wait_for(lambda: len(chat.raw) > shown)  # readline erased the line on the screen
-    chat.interrupt()
-    chat.expect("(Ctrl-C again, /exit or Ctrl-D to leave)")
-    assert chat.process.poll() is None  # the first one at an empty line only warns
+    chat.expect("(line cleared; Ctrl-C again, /exit or Ctrl-D to leave)\n> ")
+    chat.send("a new line")  # the half-typed text is gone, not prepended
+    chat.expect("One.")
+    chat.expect("> ")
+    chat.interrupt()  # at the empty prompt: only a warning
+    chat.expect("(Ctrl-C again, /exit or Ctrl-D to leave)\n> ")
+    assert chat.process.poll() is None
     chat.interrupt()
     assert chat.wait() == 0
+    assert user_messages() == ["a new line"]
+
+
+def test_ctrl_c_after_clearing_a_line_leaves(project: Path, terminal: list[PtySession]) -> None:
+    """Text typed, Ctrl-C clears it, a second Ctrl-C (the prompt now empty) leaves."""
+    chat = start(terminal, project)
+    os.write(chat.master, b"never sent")
+    chat.expect("never sent")
+    chat.interrupt()
+    chat.expect("(line cleared;")
+    chat.expect("> ")
+    chat.interrupt()
+    assert chat.wait() == 0
+    assert "never sent" not in chat.output.split("(line cleared;")[1]
 
 
 def test_reload_shows_which_sections_of_the_prompt_changed(
