@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.io import AgentIO
+from assembler.agent.model_switch import switch_model
 from assembler.agent.prompt_record import prompt_payload, section_sources, settings_record
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
@@ -280,6 +281,11 @@ class Agent:
         when there is nothing older than the last user turn."""
         return await self.runner.compact(instructions, reason="manual")
 
+    async def set_model(self, model: str) -> str:
+        """Use `model` (`provider:name`, checked as `--model` is) from the next request
+        on, recorded in the session (`agent/model_switch.py`); its `provider:name`."""
+        return (await switch_model(self, model)).label
+
     @property
     def context_fill(self) -> tuple[int, int | None]:
         """Input tokens of the latest response, and the context window (if known)."""
@@ -307,6 +313,7 @@ class Agent:
             messages=tuple(runner.messages),
             entry_ids=self._entry_ids(),
             cost_usd=runner.cost if runner.meter.price is not None else None,
+            budget=runner.meter.budget_summary(),
         )
 
     def _entry_ids(self) -> tuple[str | None, ...] | None:

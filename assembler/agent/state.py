@@ -7,9 +7,10 @@ through `Agent.state()`, instead of each reaching into the runner's attributes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assembler.messages import Message, Usage
 
@@ -48,6 +49,9 @@ class AgentState:
     an "interrupted" result); None as a whole when the agent records no session."""
     cost_usd: float | None = None
     """What every request since the agent was built cost (None: no known price)."""
+    budget: Mapping[str, Any] | None = None
+    """The budget of each run (None without one): its `limits`, and what the latest
+    run `used` of it (None before the first run), as `RunEnd.budget` gives them."""
 
     @property
     def parent_session(self) -> str | None:

@@ -191,7 +191,7 @@ class Interactive:
             slash.error(f"{self.work_kind} is running: wait for it, or Ctrl-C to cancel it")
 
     def _command(self, command: slash.Slash) -> None:
-        if self.work is not None and command.name not in slash.WHILE_RUNNING:
+        if self.work is not None and not slash.only_looks(command):
             slash.error(
                 f"/{command.name} waits until the agent is idle: send it again after this "
                 f"{self.work_kind} (Ctrl-C cancels it)"
@@ -219,6 +219,7 @@ class Interactive:
             self.as_json,
             self.max_turns,
             hide_reasoning=self.hide_reasoning,
+            typing=self.reader.typing,
         )
         if reason != "completed":
             self.failed += 1

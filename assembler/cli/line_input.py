@@ -92,6 +92,10 @@ class LineReader:
         """The end of input was read: no line will come any more."""
         return self._ended
 
+    def typing(self) -> bool:
+        """Whether a line is being typed on the terminal now (something not sent yet)."""
+        return self._editing and bool(_line_buffer())
+
     def bind(self, on_interrupt: Callable[[], None]) -> None:
         """On the session's loop, before the first `request()`: lines go to this loop,
         and a Ctrl-C outside a read calls `on_interrupt` there."""

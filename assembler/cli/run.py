@@ -133,6 +133,11 @@ def run(
     session, fork_entry = choose_session(
         request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
     )
+    if model is None and session is not None:  # the model a `/model` switched it to
+        # Imported here: only a continued session needs it (start-up of the others)
+        from assembler.agent.model_switch import recorded_model
+
+        model = recorded_model(session, fork_entry)
     options = replace(
         build_options(
             flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust

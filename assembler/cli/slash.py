@@ -4,9 +4,10 @@ A line is a command when it is `/name` or `/name argument`, the name a word (so 
 path such as `/usr/bin/env is missing` is a message); `//text` sends `/text` to the
 model. An unknown command is an error message and is never sent to the model.
 
-`help`, `followup`, `tree` and `session` only look or queue, so they also work while
-the agent works; `compact`, `fork`, `new`, `reload` and the extensions' commands change
-the conversation or run code, so they wait for the turn to end.
+`help`, `followup`, `tree`, `session`, `cost` and `model` without a name only look or
+queue, so they also work while the agent works; `compact`, `fork`, `new`, `reload`,
+`model NAME` and the extensions' commands change the conversation, the model or run
+code, so they wait for the turn to end.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,12 @@ import click
 
 from assembler.cli.prompt_changes import prompt_changes
 from assembler.cli.transcript import tree_lines, turn_ends
+from assembler.errors import ConfigurationError
 from assembler.text import one_line, terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
+    from assembler.agent.state import AgentState
     from assembler.extensions.api import Command
 
 Ask = Callable[[str], Awaitable[str]]
@@ -40,17 +43,24 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "tree": ("/tree", "the session's turns as a tree, branches included"),
     "new": ("/new", "start a new, empty session"),
     "reload": ("/reload", "re-read skills, context files, templates, extensions; show the change"),
-    "session": ("/session", "session id, file, token usage, context fill"),
+    "session": ("/session", "session id, file, model, token usage, context fill"),
+    "model": ("/model [NAME]", "the model; NAME (provider:name) for the next turns"),
+    "cost": ("/cost", "tokens and cost so far, and the budget left"),
     "exit": ("/exit", "leave (also /quit, Ctrl-D)"),
 }
 ALIASES = {"quit": "exit", "follow-up": "followup"}
-WHILE_RUNNING = frozenset({"help", "followup", "tree", "session", "exit"})
+WHILE_RUNNING = frozenset({"help", "followup", "tree", "session", "cost", "exit"})
 
 
 @dataclass(frozen=True)
 class Slash:
     name: str
     argument: str = ""
+
+
+def only_looks(slash: Slash) -> bool:
+    """Whether `slash` may run while the agent works (it changes nothing)."""
+    return slash.name in WHILE_RUNNING or (slash.name == "model" and not slash.argument)
 
 
 def parse(line: str) -> Slash | None:
@@ -117,6 +127,7 @@ def show_tree(agent: Agent) -> None:
 def show_session(agent: Agent) -> None:
     state = agent.state()
     lines = state.session_lines()
+    lines.append(f"model: {state.model}" + (f" via {state.endpoint}" if state.endpoint else ""))
     usage = state.usage
     cache = f", {usage.cache_read_tokens:,} cache read" if usage.cache_read_tokens else ""
     lines.append(
@@ -133,6 +144,74 @@ def show_session(agent: Agent) -> None:
         click.echo(terminal_safe(line), err=True)
 
 
+def show_model(agent: Agent) -> None:
+    state = agent.state()
+    where = f" via {state.endpoint}" if state.endpoint else ""
+    click.echo(terminal_safe(f"model: {state.model}{where}"), err=True)
+    note("/model provider:name switches it for the next turns (recorded in the session)")
+
+
+async def set_model(agent: Agent, name: str) -> None:
+    """Switch the model; a model `--model` would refuse is an error, nothing changes."""
+    try:
+        label = await agent.set_model(name)
+    except ConfigurationError as e:
+        error(f"{e}; the model stays {agent.state().model}")
+        return
+    note(f"model: {label} from the next turn on (recorded in the session)")
+
+
+def show_cost(agent: Agent) -> None:
+    for line in cost_lines(agent.state()):
+        click.echo(terminal_safe(line), err=True)
+
+
+def cost_lines(state: AgentState) -> list[str]:
+    """`/cost`: tokens and cost since the session started, and each turn's budget."""
+    usage = state.usage
+    lines = [
+        f"tokens: {usage.input_tokens:,} in, {usage.output_tokens:,} out; cache: "
+        f"{usage.cache_read_tokens:,} read, {usage.cache_write_tokens:,} written"
+    ]
+    if state.cost_usd is not None:
+        lines.append(f"cost: {_usd(state.cost_usd)} ({state.model})")
+    else:
+        lines.append(f"cost: unknown (no price for {state.model}: set `model.price`)")
+    if state.budget is not None:
+        lines.extend(_budget_lines(state.budget))
+    return lines
+
+
+def _budget_lines(budget: Mapping[str, Any]) -> list[str]:
+    limits: Mapping[str, Any] = budget.get("limits") or {}
+    used: Mapping[str, Any] | None = budget.get("used")
+    lines = ["budget of each turn:" if used is None else "budget of each turn (the last one):"]
+    for name, limit in limits.items():
+        spent = used.get(name) if used is not None else None
+        if spent is None:
+            lines.append(f"  {name}: {_amount(name, limit)}")
+            continue
+        left = max(0, limit - spent)
+        lines.append(
+            f"  {name}: {_amount(name, spent)} of {_amount(name, limit)} used, "
+            f"{_amount(name, left)} left"
+        )
+    return lines
+
+
+def _usd(value: float) -> str:
+    """Dollars to the cent's hundredth; a smaller amount to the millionth."""
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
+def _amount(budget: str, value: float) -> str:
+    if budget == "cost_usd":
+        return _usd(value)
+    if budget == "wall_time":
+        return f"{value:.1f}s"
+    return f"{int(value):,}"
+
+
 def quick(agent: Agent, slash: Slash) -> bool:
     """Run a command that only looks or queues; False when `slash` is not one."""
     if slash.name == "help":
@@ -143,6 +222,10 @@ def quick(agent: Agent, slash: Slash) -> bool:
         show_tree(agent)
     elif slash.name == "session":
         show_session(agent)
+    elif slash.name == "cost":
+        show_cost(agent)
+    elif slash.name == "model" and not slash.argument:
+        show_model(agent)
     else:
         return False
     return True
@@ -248,5 +331,7 @@ async def slow(agent: Agent, slash: Slash, ask: Ask) -> None:
         new_session(agent)
     elif slash.name == "reload":
         reload(agent)
+    elif slash.name == "model":
+        await set_model(agent, slash.argument)
     else:
         await extension(agent.parts.commands[slash.name], slash.argument)

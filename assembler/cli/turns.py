@@ -1,19 +1,28 @@
 """One run of an agent on the terminal, as `run -p` and the interactive session show
-it: the events printed (or sent as JSON lines), a spinner while `-p` waits, the
-banner before and the session's file after."""
+it: the events printed (or sent as JSON lines), a spinner while `-p` waits (in the
+interactive session while the model thinks), the banner before and the session's
+file after."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from assembler.cli.display import EventPrinter
 from assembler.cli.spinner import Spinner, spinner_wanted
-from assembler.runner.events import Event, RunEnd, ToolCallProposed, ToolCallResult
+from assembler.runner.events import (
+    Event,
+    RunEnd,
+    RunStart,
+    ToolCallProposed,
+    ToolCallResult,
+    TurnStart,
+)
 from assembler.text import terminal_json, terminal_safe
 
 if TYPE_CHECKING:
@@ -30,23 +39,31 @@ async def drive(
     printer: EventPrinter | None = None,
     ends: list[RunEnd] | None = None,
     hide_reasoning: bool = False,
+    typing: Callable[[], bool] | None = None,
 ) -> str:
     """Run `prompt` (the manifest's `task` when None), showing its events; the run's
-    end reason ("error" if it never ended). The run's end event is added to `ends`."""
+    end reason ("error" if it never ended). The run's end event is added to `ends`.
+    `typing`: whether a person is typing a line now (the spinner waits meanwhile)."""
     printer = printer or EventPrinter(
         answer_only=answer_only,
         typed=agent.io.output is not None,
         hide_reasoning=hide_reasoning,
     )
     reason = "error"
-    # -p on a terminal: a sign of life on stderr while the model (or a tool) works
-    spinner = Spinner(sys.stderr) if answer_only and not as_json and spinner_wanted() else None
+    # -p on a terminal: a sign of life on stderr while the model (or a tool) works;
+    # interactive: while the model thinks, when the reply streams to the terminal too
+    wanted = not as_json and spinner_wanted() and (answer_only or _is_terminal(sys.stdout))
+    spinner = Spinner(sys.stderr, hold=typing) if wanted else None
     drawing = asyncio.ensure_future(spinner.run()) if spinner is not None else None
     running: list[str] = []  # tools proposed and not finished: what the spinner waits for
     try:
         async for event in agent.stream(prompt, max_turns=max_turns):
-            if spinner is not None:
+            if spinner is not None and answer_only:
                 spinner.touch(waiting_for(event, running))
+            elif spinner is not None and isinstance(event, RunStart | TurnStart):
+                spinner.touch("thinking")  # a request goes out: until its first token
+            elif spinner is not None:
+                spinner.pause()
             if as_json:
                 click.echo(terminal_json(event.to_dict()))
             else:
@@ -61,6 +78,13 @@ async def drive(
             with contextlib.suppress(asyncio.CancelledError):
                 await drawing
     return reason
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def waiting_for(event: Event, running: list[str]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from assembler.budgets import BudgetLimits
 from assembler.messages import ModelRequest, Usage
@@ -153,6 +154,14 @@ class Meter:
         if self.last_capped is None or self.pot is None or stop_reason not in CUT_REASONS:
             return None
         return self.pot.used(self.last_capped)
+
+    def budget_summary(self) -> dict[str, Any] | None:
+        """The budget of each run (None without one): its `limits`, and what the
+        latest run `used` of it (None before the first run)."""
+        if not self.limits:
+            return None
+        used = self.pot.summary()["used"] if self.pot is not None else None
+        return {"limits": self.limits.to_dict(), "used": used}
 
     def seconds_left(self) -> float | None:
         return self.pot.seconds_left() if self.pot is not None else None

@@ -1,0 +1,84 @@
+"""Switching a built agent to another model between runs (the terminal's `/model`),
+and finding the model a session was last switched to (so resuming it goes on with
+that model).
+
+A switch goes through the same checks as `--model` (`check_model`: a known provider,
+sensible options, the provider's SDK and key), then replaces, together, everything
+the runner keeps about its model: the provider, the settings and name sent with each
+request, the reply limit, the context window, the price the meter charges, and the
+endpoint banners show. The session records it as a `model` entry on the branch, so a
+resumed session (`--continue`, `--resume`) uses the model it was left with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from assembler.agent.model_choice import (
+    ModelChoice,
+    check_model,
+    create_model_provider,
+    shown_endpoint,
+)
+from assembler.agent.services import traced_provider
+from assembler.errors import ConfigurationError, SessionError
+from assembler.providers.windows import context_window, max_output_tokens
+
+if TYPE_CHECKING:
+    from assembler.agent.agent import Agent
+    from assembler.sessions.store import Session
+
+MODEL_ENTRY = "model"
+"""The session entry a switch writes: `{"type": "model", "model": "provider:name"}`."""
+
+
+async def switch_model(
+    agent: Agent, label: str, env: Mapping[str, str] | None = None
+) -> ModelChoice:
+    """Make `label` (`provider:name`) the model of `agent`'s next requests. Raises
+    `ConfigurationError` for a model `--model` would refuse (nothing changes then),
+    `SessionError` while a run is in progress."""
+    runner = agent.runner
+    if runner.running:
+        raise SessionError("cannot switch the model while a run is in progress")
+    environment = os.environ if env is None else env
+    choice = check_model(agent.manifest, label.strip(), environment)
+    meter = runner.meter
+    if meter.limits.cost_usd is not None and choice.price is None:
+        raise ConfigurationError(
+            f"{agent.name}: a `cost_usd` budget needs the price of {choice.label}, which is "
+            "not in the price table; the model stays "
+            f"{agent.provider.name}"
+        )
+    provider = create_model_provider(choice, environment, agent.assembly.providers)
+    old = agent.provider
+    telemetry = agent.assembly.telemetry
+    agent.provider = provider
+    runner.provider = traced_provider(provider, telemetry)
+    runner.settings = choice.settings
+    runner.model_name = choice.name
+    runner.label = provider.name
+    runner.endpoint = shown_endpoint(choice, environment)
+    runner.max_output = max_output_tokens(choice.provider, choice.name)
+    window = agent.manifest.limits.context_window or context_window(choice.provider, choice.name)
+    runner.context_window = meter.context_window = window
+    meter.price = choice.price
+    if telemetry is not None:
+        telemetry.price = choice.price
+    if agent.session is not None:
+        agent.session.append(MODEL_ENTRY, {"model": choice.label})
+    await old.aclose()
+    return choice
+
+
+def recorded_model(session: Session, leaf: str | None = None) -> str | None:
+    """The model the branch up to `leaf` (default: the session's leaf) was last
+    switched to, or None when it never was (the manifest's model then)."""
+    for entry in reversed(session.branch(leaf)):
+        if entry.type == MODEL_ENTRY:
+            model = entry.payload.get("model")
+            if isinstance(model, str) and model:
+                return model
+    return None
