@@ -55,7 +55,7 @@ def section_sources(
         + ([_manifest_line(manifest, "context")] if manifest.context else []),
         "tools": [f"{tool.source}: {tool.name}" for tool in registry.tools()],
         "workspace": [f"workspace: {manifest.workspace.resolve()}"]
-        + [f"context file: {f.path}" for f in snapshot.context_files],
+        + [f.source for f in snapshot.context_files],
         "skills": [f"skill: {skill.path}" for skill in snapshot.skills],
         "memory": [f"memory record: {name}" for name in memory],
     }

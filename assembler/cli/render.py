@@ -343,8 +343,7 @@ def _section_sources(preview: Preview, workspace: str) -> dict[str, list[str]]:
     return {
         "identity": ["manifest: identity", "manifest: context"],
         "tools": [f"{tool.source}: {tool.name}" for tool in preview.tools],
-        "workspace": [f"workspace: {workspace}"]
-        + [f"context file: {f.path}" for f in snapshot.context_files],
+        "workspace": [f"workspace: {workspace}"] + [f.source for f in snapshot.context_files],
         "skills": [str(skill.path) for skill in snapshot.skills],
         "memory": [f"memory: {name}" for name in preview.memory],
     }

@@ -21,6 +21,7 @@ from assembler.manifest.model import (
     MAX_TEMPLATE_FILE_BYTES,
     AgentToolSet,
     BuiltinToolSet,
+    ContextDiscovery,
     ExtensionSpec,
     Limits,
     Manifest,
@@ -122,6 +123,9 @@ class _ManifestBuilder:
             skills=tuple(self.resolve(p) for p in d.get("skills", ())),
             context_files=tuple(d.get("context_files", ("AGENTS.md",))),
             context_files_declared="context_files" in d,
+            context_discovery=ContextDiscovery.from_data(
+                d.get("context_discovery"), explicit_files="context_files" in d
+            ),
             memory=self.memory(d.get("memory"), workspace),
             extensions=tuple(self.extension(e) for e in d.get("extensions", ())),
             prompt=self.prompt(d.get("prompt", {})),

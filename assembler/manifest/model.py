@@ -179,6 +179,33 @@ class ToolsSpec:
 
 
 @dataclass(frozen=True)
+class ContextDiscovery:
+    """`context_discovery`: which file names are looked for in the workspace and its
+    parents up to the repository root (`parents`), and in the user's config
+    directory (`user`); `resources/discovery.py` finds them."""
+
+    names: tuple[str, ...] = ("AGENTS.md",)
+    parents: bool = True
+    user: bool = True
+
+    @classmethod
+    def from_data(cls, data: object, *, explicit_files: bool) -> ContextDiscovery | None:
+        """From a validated value; undeclared (None), it is on unless `context_files`
+        is declared (an explicit list stays exactly that list)."""
+        if data is None:
+            return None if explicit_files else cls()
+        if data is False:
+            return None
+        if data is True or not isinstance(data, dict):
+            return cls()
+        return cls(
+            names=tuple(data.get("names", cls.names)),
+            parents=bool(data.get("parents", True)),
+            user=bool(data.get("user", True)),
+        )
+
+
+@dataclass(frozen=True)
 class MemoryPolicy:
     store: Path
     strategy: Literal["all", "keyword", "model", "none"] = "keyword"
@@ -327,6 +354,8 @@ class Manifest:
     skills: tuple[Path, ...] = ()
     context_files: tuple[str, ...] = ("AGENTS.md",)
     context_files_declared: bool = False
+    context_discovery: ContextDiscovery | None = None
+    """None: only `context_files` (a manifest built in code, or discovery switched off)."""
     memory: MemoryPolicy | None = None
     extensions: tuple[ExtensionSpec, ...] = ()
     prompt: Mapping[str, TemplateOverride] = field(default_factory=dict)

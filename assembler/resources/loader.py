@@ -27,7 +27,9 @@ from types import MappingProxyType
 from assembler.errors import Issue
 from assembler.manifest.loader import read_template_file
 from assembler.manifest.model import ExtensionSpec, Manifest, TemplateOverride
+from assembler.resources.discovery import candidates
 from assembler.resources.skills import Skill, as_skipped, discover_skills
+from assembler.user_dirs import default_config_dir
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,16 @@ class ContextFile:
     absolute: Path
     content: str
     truncated: bool = False
+    origin: str = "workspace"
+    """`workspace`, `parent` (a directory up to the repository root) or `user` (the
+    config directory): where it was found (`discovery`)."""
+
+    @property
+    def source(self) -> str:
+        """How `render` and the session name where it came from."""
+        if self.origin == "workspace":
+            return f"context file: {self.path}"
+        return f"context file: {self.path} ({self.origin}: {self.absolute})"
 
 
 @dataclass(frozen=True)
@@ -135,6 +147,54 @@ class ResourceLoader:
         return tuple(skills)
 
     def _context_files(self, diagnostics: list[Issue]) -> tuple[ContextFile, ...]:
+        """The discovered files (`discovery`), then the manifest's `context_files` when
+        it declares them (without a file read twice)."""
+        manifest = self.manifest
+        loaded = self._discovered(diagnostics)
+        if manifest.context_discovery is None or manifest.context_files_declared:
+            seen = {f.absolute for f in loaded}
+            loaded += [f for f in self._listed(diagnostics) if f.absolute not in seen]
+        return tuple(loaded)
+
+    def _discovered(self, diagnostics: list[Issue]) -> list[ContextFile]:
+        manifest = self.manifest
+        discovery = manifest.context_discovery
+        if discovery is None:
+            return []
+        workspace = manifest.workspace.resolve()
+        limit = manifest.limits.context_file_max_bytes
+        loaded: list[ContextFile] = []
+        seen: set[Path] = set()
+        for found in candidates(workspace, discovery, default_config_dir()):
+            if not _is_file(found.path):
+                continue  # nothing there: discovery looks, it does not require
+            try:
+                path = found.path.resolve()
+                directory = found.directory.resolve()
+            except (OSError, RuntimeError):
+                path, directory = found.path, Path("/nonexistent")
+            where = str(found.path)
+            if not path.is_relative_to(directory):
+                diagnostics.append(
+                    Issue(
+                        where, 0, 0, "warning", "context file links out of its directory; skipped"
+                    )
+                )
+                continue
+            if path in seen:
+                continue  # CLAUDE.md linked to AGENTS.md: read once
+            seen.add(path)
+            try:
+                read = self._read_context_file(found.shown, path, limit, diagnostics)
+            except OSError as e:
+                diagnostics.append(
+                    Issue(where, 0, 0, "warning", f"context file cannot be read ({e}); skipped")
+                )
+                continue
+            loaded.append(dataclasses.replace(read, origin=found.origin))
+        return loaded
+
+    def _listed(self, diagnostics: list[Issue]) -> list[ContextFile]:
         manifest = self.manifest
         workspace = manifest.workspace.resolve()
         limit = manifest.limits.context_file_max_bytes
@@ -161,7 +221,7 @@ class ResourceLoader:
                 loaded.append(self._read_context_file(name, path, limit, diagnostics))
             except OSError as e:
                 diagnostics.append(self._entry_issue(index, name, f"cannot be read ({e}); skipped"))
-        return tuple(loaded)
+        return loaded
 
     def _entry_issue(self, index: int, name: str, problem: str) -> Issue:
         """A warning about the manifest's `context_files[index]`, placed where the
