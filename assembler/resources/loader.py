@@ -168,16 +168,24 @@ class ResourceLoader:
         for found in candidates(workspace, discovery, default_config_dir()):
             if not _is_file(found.path):
                 continue  # nothing there: discovery looks, it does not require
-            try:
-                path = found.path.resolve()
-                directory = found.directory.resolve()
-            except (OSError, RuntimeError):
-                path, directory = found.path, Path("/nonexistent")
-            where = str(found.path)
-            if not path.is_relative_to(directory):
+            # The directories are real paths already (found from the resolved
+            # workspace, the resolved config directory): only the file itself can be a
+            # link, and only a link is resolved (resolving each deep path costs a
+            # system call per directory above it)
+            path: Path | None = found.path
+            if os.path.islink(found.path):
+                try:
+                    path = found.path.resolve()
+                except (OSError, RuntimeError):
+                    path = None
+            if path is None or not path.is_relative_to(found.directory):
                 diagnostics.append(
                     Issue(
-                        where, 0, 0, "warning", "context file links out of its directory; skipped"
+                        str(found.path),
+                        0,
+                        0,
+                        "warning",
+                        "context file links out of its directory; skipped",
                     )
                 )
                 continue
@@ -188,7 +196,13 @@ class ResourceLoader:
                 read = self._read_context_file(found.shown, path, limit, diagnostics)
             except OSError as e:
                 diagnostics.append(
-                    Issue(where, 0, 0, "warning", f"context file cannot be read ({e}); skipped")
+                    Issue(
+                        str(found.path),
+                        0,
+                        0,
+                        "warning",
+                        f"context file cannot be read ({e}); skipped",
+                    )
                 )
                 continue
             loaded.append(dataclasses.replace(read, origin=found.origin))
