@@ -124,6 +124,10 @@ class LineReader:
     def serve(self) -> None:
         """Read lines as they are requested until the end of input or `stop()`; in
         the main thread, with `handle_sigint` as the SIGINT handler."""
+        with contextlib.suppress(_Closed):  # `stop()`, wherever it found the read
+            self._serve()
+
+    def _serve(self) -> None:
         with self._guard:
             if self._closing:
                 return
@@ -137,8 +141,6 @@ class LineReader:
                 self._post(line)
                 if line is None:
                     return
-        except _Closed:
-            return
         finally:
             with self._guard:
                 self._serving = False
@@ -149,16 +151,19 @@ class LineReader:
         with self._guard:
             self._closing = True
             self._requests.put(None)
-            if self._serving and self._main is not None:
+            kill = getattr(signal, "pthread_kill", None)  # POSIX only
+            if self._serving and self._main is not None and kill is not None:
                 with contextlib.suppress(OSError, ValueError):
-                    signal.pthread_kill(self._main, signal.SIGINT)
+                    kill(self._main, signal.SIGINT)
 
     def handle_sigint(self, signum: int, frame: FrameType | None) -> None:
         """Ctrl-C, in the main thread: inside a read on a terminal it ends the read
         (readline drops the line); elsewhere the session hears it; when the session
         is over (or not started), it is the KeyboardInterrupt it always was."""
         if self._closing:
-            raise _Closed
+            if self._serving:
+                raise _Closed  # caught in `serve`
+            return  # the session is over: nothing left to interrupt
         if self._editing:
             self._typed = _line_buffer()  # readline still holds it here, not after
             raise KeyboardInterrupt  # caught in `_read`: readline drops the line

@@ -134,6 +134,17 @@ def choose_session(
     return session, _entry_id(session, request.fork)
 
 
+def session_model(model: str | None, session: Session | None, fork: str | None) -> str | None:
+    """`--model` when given, else the model a continued session was switched to last
+    (`/model`, recorded in it), else None (the manifest's)."""
+    if model is not None or session is None:
+        return model
+    # Imported here: only a continued session needs it (start-up of the others)
+    from assembler.agent.model_switch import recorded_model
+
+    return recorded_model(session, fork)
+
+
 def _entry_id(session: Session, prefix: str) -> str:
     ids = [entry.id for entry in session.entries()]
     if prefix in ids:

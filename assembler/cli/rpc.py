@@ -17,7 +17,12 @@ from assembler.cli.common import (
     load,
     loader_flags,
 )
-from assembler.cli.resume import SessionRequest, choose_session, session_options
+from assembler.cli.resume import (
+    SessionRequest,
+    choose_session,
+    session_model,
+    session_options,
+)
 
 if TYPE_CHECKING:
     from assembler.permissions.policy import PermissionMode
@@ -70,6 +75,7 @@ def rpc(
         session, fork_entry = choose_session(
             request, loaded, session_dir, record=not no_session, can_ask=False
         )
+        model = session_model(model, session, fork_entry)  # the model a `/model` chose
         options = replace(
             build_options(
                 flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust

@@ -27,7 +27,13 @@ from assembler.cli.common import (
     manifest_argument,
 )
 from assembler.cli.params import given_params, param_options
-from assembler.cli.resume import SessionRequest, choose_session, session_options, terminal_can_ask
+from assembler.cli.resume import (
+    SessionRequest,
+    choose_session,
+    session_model,
+    session_options,
+    terminal_can_ask,
+)
 from assembler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -133,11 +139,7 @@ def run(
     session, fork_entry = choose_session(
         request, shown.manifest, session_dir, record=not no_session, can_ask=terminal_can_ask()
     )
-    if model is None and session is not None:  # the model a `/model` switched it to
-        # Imported here: only a continued session needs it (start-up of the others)
-        from assembler.agent.model_switch import recorded_model
-
-        model = recorded_model(session, fork_entry)
+    model = session_model(model, session, fork_entry)  # the model a `/model` chose
     options = replace(
         build_options(
             flags, model=model, session_dir=session_dir, no_session=no_session, trust=trust
