@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from assembler.agent.conversation import Restored, SessionRecorder, open_session, restore
 from assembler.agent.io import AgentIO
-from assembler.agent.model_switch import switch_model
+from assembler.agent.model_switch import MODEL_ENTRY, switch_model
 from assembler.agent.prompt_record import prompt_payload, section_sources, settings_record
 from assembler.agent.state import AgentState
 from assembler.agent.subagents import Subagent, Team
@@ -284,7 +284,12 @@ class Agent:
     async def set_model(self, model: str) -> str:
         """Use `model` (`provider:name`, checked as `--model` is) from the next request
         on, recorded in the session (`agent/model_switch.py`); its `provider:name`."""
-        return (await switch_model(self, model)).label
+        choice, provider = switch_model(self.manifest, self.runner, self.assembly, model)
+        old, self.provider = self.provider, provider
+        if self.session is not None:
+            self.session.append(MODEL_ENTRY, {"model": choice.label})
+        await old.aclose()
+        return choice.label
 
     @property
     def context_fill(self) -> tuple[int, int | None]:

@@ -27,50 +27,51 @@ from assembler.errors import ConfigurationError, SessionError
 from assembler.providers.windows import context_window, max_output_tokens
 
 if TYPE_CHECKING:
-    from assembler.agent.agent import Agent
+    from assembler.agent.lifecycle import Assembly
+    from assembler.manifest.model import Manifest
+    from assembler.providers.base import ModelProvider
+    from assembler.runner.loop import AgentRunner
     from assembler.sessions.store import Session
 
 MODEL_ENTRY = "model"
 """The session entry a switch writes: `{"type": "model", "model": "provider:name"}`."""
 
 
-async def switch_model(
-    agent: Agent, label: str, env: Mapping[str, str] | None = None
-) -> ModelChoice:
-    """Make `label` (`provider:name`) the model of `agent`'s next requests. Raises
-    `ConfigurationError` for a model `--model` would refuse (nothing changes then),
-    `SessionError` while a run is in progress."""
-    runner = agent.runner
+def switch_model(
+    manifest: Manifest,
+    runner: AgentRunner,
+    assembly: Assembly,
+    label: str,
+    env: Mapping[str, str] | None = None,
+) -> tuple[ModelChoice, ModelProvider]:
+    """Make `label` (`provider:name`) the model of `runner`'s next requests; the choice
+    and its (untraced) provider, which the agent keeps. Raises `ConfigurationError` for
+    a model `--model` would refuse (nothing changes then), `SessionError` while a run
+    is in progress. `Agent.set_model` records it and closes the old provider."""
     if runner.running:
         raise SessionError("cannot switch the model while a run is in progress")
     environment = os.environ if env is None else env
-    choice = check_model(agent.manifest, label.strip(), environment)
+    choice = check_model(manifest, label.strip(), environment)
     meter = runner.meter
     if meter.limits.cost_usd is not None and choice.price is None:
         raise ConfigurationError(
-            f"{agent.name}: a `cost_usd` budget needs the price of {choice.label}, which is "
-            "not in the price table; the model stays "
-            f"{agent.provider.name}"
+            f"{manifest.name}: a `cost_usd` budget needs the price of {choice.label}, which "
+            "is not in the price table"
         )
-    provider = create_model_provider(choice, environment, agent.assembly.providers)
-    old = agent.provider
-    telemetry = agent.assembly.telemetry
-    agent.provider = provider
+    provider = create_model_provider(choice, environment, assembly.providers)
+    telemetry = assembly.telemetry
     runner.provider = traced_provider(provider, telemetry)
     runner.settings = choice.settings
     runner.model_name = choice.name
     runner.label = provider.name
     runner.endpoint = shown_endpoint(choice, environment)
     runner.max_output = max_output_tokens(choice.provider, choice.name)
-    window = agent.manifest.limits.context_window or context_window(choice.provider, choice.name)
+    window = manifest.limits.context_window or context_window(choice.provider, choice.name)
     runner.context_window = meter.context_window = window
     meter.price = choice.price
     if telemetry is not None:
         telemetry.price = choice.price
-    if agent.session is not None:
-        agent.session.append(MODEL_ENTRY, {"model": choice.label})
-    await old.aclose()
-    return choice
+    return choice, provider
 
 
 def recorded_model(session: Session, leaf: str | None = None) -> str | None:

@@ -31,12 +31,15 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
         ]
     )
     agent = build_agent(lead, provider=model, session_dir=tmp_path / "sessions", trust=True)
+    other = tmp_path / "other.yaml"
+    other.write_text("- text: From another model.\n")
 
     async def go() -> None:
         async with agent:
             await agent.prompt("Review the fees.")
             await agent.prompt("Anything else?")
             await agent.compact()
+            await agent.set_model(f"scripted:{other}")  # `/model`
             assert agent.session is not None
             agent.fork(agent.session.entries()[2].id)
 
@@ -49,7 +52,11 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
         header, *entries = (json.loads(line) for line in path.read_text().splitlines())
         header_keys |= set(header)
         written |= {entry["type"] for entry in entries}
-    assert written == documented_types() == {"message", "event", "compaction", "subagent", "prompt"}
+    assert (
+        written
+        == documented_types()
+        == {"message", "event", "compaction", "subagent", "prompt", "model"}
+    )
     doc = DOC.read_text()
     for key in header_keys - {"type"}:
         assert f"`{key}`" in doc, key
