@@ -12,7 +12,7 @@ of the rounds' tasks per second (wall time, whole process: start-up included), a
 the median CPU time per task (user + sys of the command and every process it waited
 for).
 
-Run: `python bench/bench_eval_supervisor.py [--before REV] [--tasks 10,50,200]
+Run: `python bench/bench_eval_supervisor.py [--before REV] [--tasks 10,100]
 [--concurrency 1,4] [--rounds 3]`.
 """
 
@@ -52,7 +52,7 @@ def one_run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="914faa6", help="the tree before the supervisor")
-    parser.add_argument("--tasks", default="10,50,200")
+    parser.add_argument("--tasks", default="10,100")
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
