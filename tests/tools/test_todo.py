@@ -38,11 +38,16 @@ def test_a_list_is_the_plan_in_its_details(tmp_path: Path) -> None:
         },
     )
     assert not result.is_error
-    assert result.details["plan"] == (
+    assert plan_of(TODO_TOOL, result) == (
         TodoItem("Read the tests", "completed", "medium"),
         TodoItem("Fix the fee", "in_progress", "high"),
         TodoItem("Run the tests", "pending", "medium"),
     )
+    assert result.details["plan"][1] == {
+        "content": "Fix the fee",
+        "status": "in_progress",
+        "priority": "high",
+    }
     assert result.content == (
         "Plan updated: 3 items (1 pending, 1 in progress, 1 completed). In progress: Fix the fee."
     )
@@ -53,7 +58,7 @@ def test_an_empty_list_clears_the_plan(tmp_path: Path) -> None:
     assert (result.is_error, result.content, result.details["plan"]) == (
         False,
         "The plan is now empty.",
-        (),
+        [],
     )
 
 
@@ -92,10 +97,11 @@ def test_a_wrong_list_is_an_error_result(tmp_path: Path, args: Any, message: str
 
 def test_only_the_built_in_tools_successful_result_sets_a_plan() -> None:
     items = (TodoItem("a"),)
-    done = ToolResult("ok", details={"plan": items})
+    done = ToolResult("ok", details={"plan": [items[0].to_dict()]})
     assert plan_of(TODO_TOOL, done) == items
     assert plan_of(TODO_TOOL, ToolResult("no", is_error=True, details={"plan": items})) is None
     assert plan_of(TODO_TOOL, None) is None
+    assert plan_of(TODO_TOOL, ToolResult("rewritten", details={"plan": "?"})) is None
     assert plan_of(None, done) is None
     lookalike = Tool("todo_write", "mine", TODO_TOOL.parameters, TODO_TOOL.execute.__wrapped__)  # type: ignore[attr-defined]
     assert plan_of(lookalike, done) is None

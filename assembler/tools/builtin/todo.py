@@ -3,7 +3,8 @@
 The model keeps a short task list for work of several steps and sends all of it with
 each call (as Claude Code's TodoWrite and pi's plan do): no ids to track, no partial
 edits to merge, and the last call is the whole truth. The tool itself keeps nothing:
-it checks the list and returns it in its result's `details`; the runner turns a
+it checks the list and returns it in its result's `details` (as JSON, as the trace
+and `run --json` write details); the runner turns a
 successful call into a `PlanUpdated` event (`plan_of`), the agent records it in its
 session file (a `plan` entry, so resume and load restore it), and the front ends show
 it (ACP sends it as the editor's plan).
@@ -100,7 +101,7 @@ async def _todo_write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if "todos" not in args:
         raise ToolError("missing required argument 'todos' (the whole list of items)")
     items = parse_items(args["todos"])
-    return ToolResult(summary(items), details={"plan": items})
+    return ToolResult(summary(items), details={"plan": [item.to_dict() for item in items]})
 
 
 def plan_of(tool: Tool | None, result: ToolResult | None) -> tuple[TodoItem, ...] | None:
@@ -110,8 +111,10 @@ def plan_of(tool: Tool | None, result: ToolResult | None) -> tuple[TodoItem, ...
         return None
     if result.is_error:
         return None
-    plan = result.details.get("plan")
-    return plan if isinstance(plan, tuple) else None
+    try:
+        return parse_items(result.details.get("plan"))
+    except ToolError:
+        return None
 
 
 TODO_TOOL = Tool(
