@@ -14,8 +14,8 @@ from assembler.agent import Agent, build_agent
 from assembler.messages import ToolResultMessage
 from assembler.runner.events import Event, PlanUpdated, ToolCallResult
 from assembler.sessions.plan import recorded_plan
-from assembler.tools.builtin.todo import TodoItem
 from assembler.testing import ScriptedModel, text, tool_call
+from assembler.tools.builtin.todo import TodoItem
 
 PLAN = [
     {"content": "Read the code", "status": "completed"},
@@ -33,9 +33,7 @@ def manifest(tmp_path: Path, sets: str = "[readonly, todo]") -> Path:
 
 
 def build(tmp_path: Path, model: ScriptedModel, **kw: Any) -> Agent:
-    return build_agent(
-        manifest(tmp_path), provider=model, session_dir=tmp_path / "sessions", **kw
-    )
+    return build_agent(manifest(tmp_path), provider=model, session_dir=tmp_path / "sessions", **kw)
 
 
 async def stream(agent: Agent, prompt: str) -> list[Event]:
@@ -148,9 +146,7 @@ def test_a_wrong_list_is_an_error_the_model_reads_and_the_plan_stays(tmp_path: P
 
 def test_without_the_set_there_is_no_plan_tool(tmp_path: Path) -> None:
     model = ScriptedModel([tool_call("todo_write", todos=PLAN), text("No.")])
-    agent = build_agent(
-        manifest(tmp_path, "[readonly]"), provider=model, record_session=False
-    )
+    agent = build_agent(manifest(tmp_path, "[readonly]"), provider=model, record_session=False)
     events = asyncio.run(stream(agent, "Plan it."))
     asyncio.run(agent.aclose())
     assert not any(isinstance(e, PlanUpdated) for e in events)

@@ -78,7 +78,10 @@ def test_an_empty_list_clears_the_plan(tmp_path: Path) -> None:
             {"todos": [{"content": "a", "status": "pending", "priority": "urgent"}]},
             "todos[0].priority must be one of high, medium, low, not 'urgent'",
         ),
-        ({"todos": [{"content": "  ", "status": "pending"}]}, "todos[0].content must be a non-empty"),
+        (
+            {"todos": [{"content": "  ", "status": "pending"}]},
+            "todos[0].content must be a non-empty",
+        ),
         ({"todos": [{"content": 3, "status": "pending"}]}, "todos[0].content must be a non-empty"),
         (
             {"todos": [{"content": "a", "status": "pending", "id": 1}]},
