@@ -97,10 +97,10 @@ def _plain_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _initialize_params(params: object) -> bool:
+def _initialize_params(params: dict[str, Any]) -> bool:
     """`{protocolVersion, clientCapabilities?, clientInfo?}` of the plain shapes."""
-    if not isinstance(params, dict) or not _keys(params, {"protocolVersion"}, _INITIALIZE):
-        return False
+    if "_meta" in params or not _keys(params, {"protocolVersion"}, _INITIALIZE):
+        return False  # a request's `_meta` becomes keyword arguments of the method
     version = params["protocolVersion"]
     if not _plain_id(version) or isinstance(version, str) or not 0 <= version <= 65535:
         return False
@@ -113,29 +113,40 @@ _INITIALIZE = {"protocolVersion", "clientCapabilities", "clientInfo"}
 
 
 def _capabilities(value: object) -> bool:
-    if not isinstance(value, dict) or not _keys(value, set(), {"fs", "terminal"}):
+    """`{fs?: {readTextFile?, writeTextFile?}, terminal?, auth?: {terminal?}}`, flags
+    booleans; the SDK's client sends `auth: {}`, Zed a `_meta` of its own."""
+    if not isinstance(value, dict) or not _keys(value, set(), {"fs", "terminal", "auth"}):
         return False
-    fs = value.get("fs", {})
+    fs, auth = value.get("fs", {}), value.get("auth", {})
     return (
         isinstance(value.get("terminal", False), bool)
-        and isinstance(fs, dict)
-        and _keys(fs, set(), {"readTextFile", "writeTextFile"})
-        and all(isinstance(flag, bool) for flag in fs.values())
+        and _flags(fs, {"readTextFile", "writeTextFile"})
+        and _flags(auth, {"terminal"})
     )
+
+
+def _flags(value: object, names: set[str]) -> bool:
+    if not isinstance(value, dict) or not _keys(value, set(), names):
+        return False
+    return all(isinstance(value[name], bool) for name in names & value.keys())
 
 
 def _client_info(value: object) -> bool:
     if not isinstance(value, dict) or not _keys(value, {"name", "version"}, {"title"}):
         return False
-    return all(isinstance(text, str) for text in value.values())
+    return all(isinstance(value[key], str) for key in ("name", "version", "title") if key in value)
 
 
-def _new_session_params(params: object) -> bool:
+def _new_session_params(params: dict[str, Any]) -> bool:
     """`{cwd, mcpServers: []}`: the editor offers no MCP servers of its own."""
-    if not isinstance(params, dict) or not _keys(params, {"cwd", "mcpServers"}, set()):
+    if "_meta" in params or not _keys(params, {"cwd", "mcpServers"}, set()):
         return False
     return isinstance(params["cwd"], str) and params["mcpServers"] == []
 
 
 def _keys(value: dict[Any, Any], required: set[str], optional: set[str]) -> bool:
-    return required <= value.keys() <= required | optional
+    """`value` has the `required` keys and no others than `optional` ones, except a
+    `_meta` object (metadata the SDK's models keep and nothing reads)."""
+    meta = value.get("_meta", {})
+    keys = value.keys() - {"_meta"}
+    return isinstance(meta, dict) and required <= keys <= required | optional
