@@ -14,18 +14,22 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assembler.text import one_line
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
 
-Builder = Callable[[str | None], "Agent"]
-"""Builds the agent of a new session (None) or of a recorded one (its id)."""
+
+class Builder(Protocol):
+    """Builds the agent of a new session (`session` None), of a recorded one (its id),
+    or of a new session forked from entry `fork` of a recorded one."""
+
+    def __call__(self, session: str | None, fork: str | None = None) -> Agent: ...
 
 
 @dataclass(frozen=True)
@@ -36,17 +40,19 @@ class Opened:
     agent: Agent
 
 
-async def open_agent(build: Builder, reference: str | None) -> Opened:
-    """Build and start the agent of a new session (`reference` None) or of a recorded
-    one; its id is the session file's (an `acp-` id without session files)."""
-    agent = build(reference)
+async def open_agent(build: Builder, reference: str | None, fork: str | None = None) -> Opened:
+    """Build and start the agent of a new session (`reference` None), of a recorded
+    one, or of a fork of entry `fork` of it; its id is the session file's (an `acp-`
+    id without session files)."""
+    agent = build(reference, fork)
     try:
         await agent.start()
     except BaseException:
         await agent.aclose()
         raise
-    session_id = reference or (agent.session.id if agent.session else f"acp-{uuid.uuid4().hex}")
-    return Opened(session_id, agent)
+    if agent.session is not None and (fork is not None or reference is None):
+        return Opened(agent.session.id, agent)
+    return Opened(reference or f"acp-{uuid.uuid4().hex}", agent)
 
 
 def note_surroundings(workspace: Path, cwd: str, mcp_servers: Sequence[Any] | None) -> None:

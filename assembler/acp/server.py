@@ -7,7 +7,8 @@ before answering (`opening`), so a failure (an untrusted directory, a missing AP
 a server that does not start) is the request's error, which the editor shows, never a
 crash. The connection's first `initialize` and `session/new` may have been answered
 before the SDK was loaded (`early`, `start`): the server takes over their sessions.
-`session/list` offers the recorded sessions (`listing`), `session/close` ends one.
+`session/list` offers the recorded sessions (`listing`), `session/close` ends one,
+`session/fork` starts a new session file from where a recorded one stands.
 Prompts, cancellation, modes and permission requests are per session
 (`session.EditorSession`); once a session is open, the editor hears which slash
 commands it runs (`commands`).
@@ -133,6 +134,24 @@ class EditorServer:
         self._after_answer(session.announce())
         return ResumeSessionResponse(modes=session.modes)
 
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """A new session (its own file) continuing from where `session_id` stands now;
+        the original is not changed. Refused while a turn of it runs here."""
+        self._recorded("forked")
+        assert self.store is not None
+        running = self.sessions.get(session_id)
+        if running is not None and running.busy:
+            raise RequestError(-32602, f"session {session_id} is running a turn; fork it after")
+        with _answered(missing_session=True):
+            leaf = self.store.open(session_id).leaf
+        if leaf is None:
+            raise RequestError(-32602, f"session {session_id} has nothing to fork yet")
+        session = await self._open(session_id, cwd, mcp_servers, fork=leaf)
+        self._after_answer(session.announce())
+        return new_session_result(session.id, session.agent.state().permission_mode)
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
@@ -212,10 +231,15 @@ class EditorServer:
         task.add_done_callback(self._background.discard)
 
     async def _open(
-        self, reference: str | None, cwd: str, mcp_servers: list[Any] | None
+        self,
+        reference: str | None,
+        cwd: str,
+        mcp_servers: list[Any] | None,
+        *,
+        fork: str | None = None,
     ) -> EditorSession:
         with _answered(missing_session=reference is not None):
-            opened = await open_agent(self.build, reference)
+            opened = await open_agent(self.build, reference, fork)
         session = self._adopt(opened)
         note_surroundings(session.workspace, cwd, mcp_servers)
         return session

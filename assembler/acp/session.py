@@ -152,6 +152,11 @@ class EditorSession:
         if self._running is not None and not self._running.done():
             self._running.cancel()
 
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        return self._running is not None and not self._running.done()
+
     def steer(self, text: str) -> bool:
         """Deliver `text` to the running turn; False when none runs."""
         if self._running is None or self._running.done():

@@ -71,8 +71,8 @@ def acp(
     options = replace(options, permission_mode=permission_mode)
     store = None if no_session else SessionStore.for_agent(loaded.name, session_dir)
 
-    def build(session: str | None) -> Agent:
-        return build_agent(loaded, replace(options, session=session))
+    def build(session: str | None, fork: str | None = None) -> Agent:
+        return build_agent(loaded, replace(options, session=session, fork=fork))
 
     workspace = loaded.workspace.resolve()
     asyncio.run(serve(build, files, name=loaded.name, store=store, workspace=workspace))
