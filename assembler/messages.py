@@ -118,6 +118,15 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What was used since `other` was read (a run's share of an agent's total)."""
+        return Usage(
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cache_read_tokens - other.cache_read_tokens,
+            self.cache_write_tokens - other.cache_write_tokens,
+        )
+
     def to_dict(self) -> dict[str, int]:
         """Every count by name, as events and result files show it."""
         return {

@@ -32,11 +32,13 @@ from assembler.runner.events import (
     Compacted,
     Diagnostic,
     Event,
+    PlanUpdated,
     RunEnd,
     ToolCallResult,
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
+from assembler.sessions.plan import record_plan, recorded_plan
 from assembler.sessions.store import Session, SessionStore
 from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
 from assembler.tools.base import ToolResult
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from assembler.agent.lifecycle import Assembly
     from assembler.agent.parts import AgentParts
     from assembler.memory.session import MemorySession
+    from assembler.tools.builtin.todo import TodoItem
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class Agent:
         self._touched = TouchedFiles()
         self._approver: tuple[Approver | None, float | None] = (None, None)
         self.session: Session | None = None
+        self.plan: tuple[TodoItem, ...] = ()
+        """The model's plan as `todo_write` last wrote it (the session's, when resumed)."""
         if session is not None:
             self.use_session(restore(session))
         self.team = team
@@ -222,7 +227,7 @@ class Agent:
                 if isinstance(event, RunEnd):
                     end = replace(
                         event,
-                        usage=_difference(self.runner.usage, start_usage),
+                        usage=self.runner.usage - start_usage,
                         session_id=self.session.id if self.session is not None else "",
                     )
                     if self.session is not None:
@@ -231,6 +236,10 @@ class Agent:
                 else:
                     if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
                         self._touched.note(event.call.name, event.call.arguments)
+                    if isinstance(event, PlanUpdated):
+                        self.plan = event.entries
+                        if self.session is not None:
+                            record_plan(self.session, event.entries)
                     yield event
 
     async def prompt(
@@ -282,8 +291,7 @@ class Agent:
         return await self.runner.compact(instructions, reason="manual")
 
     async def set_model(self, model: str) -> str:
-        """Use `model` (`provider:name`, checked as `--model` is) from the next request
-        on, recorded in the session (`agent/model_switch.py`); its `provider:name`."""
+        """Use `model` (checked as `--model` is) from the next request on (`model_switch`)."""
         choice, provider = switch_model(self.manifest, self.runner, self.assembly, model)
         old, self.provider = self.provider, provider
         if self.session is not None:
@@ -319,6 +327,7 @@ class Agent:
             entry_ids=self._entry_ids(),
             cost_usd=runner.cost if runner.meter.price is not None else None,
             budget=runner.meter.budget_summary(),
+            plan=self.plan,
         )
 
     def _entry_ids(self) -> tuple[str | None, ...] | None:
@@ -349,6 +358,7 @@ class Agent:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
+        self.plan = recorded_plan(restored.session)
         self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
         self.runner.recorder = SessionRecorder(
@@ -487,12 +497,3 @@ class Agent:
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def _difference(after: Usage, before: Usage) -> Usage:
-    return Usage(
-        after.input_tokens - before.input_tokens,
-        after.output_tokens - before.output_tokens,
-        after.cache_read_tokens - before.cache_read_tokens,
-        after.cache_write_tokens - before.cache_write_tokens,
-    )

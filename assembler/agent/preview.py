@@ -24,14 +24,16 @@ from assembler.prompt.renderer import MemoryEntry, RenderedPrompt
 from assembler.resources.loader import LoaderFlags, ResourceLoader, ResourceSnapshot
 from assembler.sandbox.view import describe as describe_sandbox
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.trust import TrustPrompt
 
 if TYPE_CHECKING:
     from assembler.messages import ModelRequest, StreamEvent
+    from assembler.trust import TrustPrompt
 
 
 @dataclass(frozen=True)
 class Preview:
+    """What `render` shows of an agent: its prompt, tools and what a dry run cannot know."""
+
     rendered: RenderedPrompt
     tools: tuple[Tool, ...]
     snapshot: ResourceSnapshot
@@ -163,6 +165,9 @@ def preview_dry_run(
 
 @dataclass(frozen=True)
 class _MemoryPreview:
+    """A dry run's memory: the records selected, the memory tools, and whether
+    the records go into the system prompt."""
+
     entries: tuple[MemoryEntry, ...] = ()
     tools: tuple[Tool, ...] = ()
     in_prompt: bool = False

@@ -16,6 +16,7 @@ from assembler.messages import Message, Usage
 
 if TYPE_CHECKING:
     from assembler.sessions.store import Session
+    from assembler.tools.builtin.todo import TodoItem
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class AgentState:
     budget: Mapping[str, Any] | None = None
     """The budget of each run (None without one): its `limits`, and what the latest
     run `used` of it (None before the first run), as `RunEnd.budget` gives them."""
+    plan: tuple[TodoItem, ...] = ()
+    """The model's plan (`todo_write`), as last written; restored with the session."""
 
     @property
     def parent_session(self) -> str | None:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from assembler.errors import Issue
 from assembler.manifest.model import AgentToolSet, BuiltinToolSet, Manifest, PythonToolSet
 from assembler.tools.base import Tool
 from assembler.tools.builtin.sets import resolve_builtin
 from assembler.tools.registry import ToolRegistry, dedupe_guidelines
-from assembler.trust import code_roots
 
 AgentTools = Callable[[AgentToolSet], Sequence[Tool]]
 """The tool of a sub-agent tool set (`agent.subagents.Team.tools`, or a dry run's)."""
@@ -96,18 +94,21 @@ def manifest_tools(
         if isinstance(spec, BuiltinToolSet):
             collection.extend(builtin_tools(spec))
         elif isinstance(spec, PythonToolSet):
-            collection.extend(python_tools(spec, code_roots(manifest), static=static))
+            collection.extend(python_tools(spec, manifest, static=static))
         elif isinstance(spec, AgentToolSet) and agents is not None:
             collection.extend(agents(spec))
     collection.guidelines.extend(manifest.tools.guidelines)
     return collection
 
 
-def python_tools(spec: PythonToolSet, roots: Sequence[Path], *, static: bool) -> list[Tool]:
+def python_tools(spec: PythonToolSet, manifest: Manifest, *, static: bool) -> list[Tool]:
     # Imported here for start-up cost: a manifest without Python tools (most) never
-    # needs the source analysis behind them (`render --dry-run`, issue 21).
+    # needs the source analysis behind them, nor trust's module search roots
+    # (`render --dry-run`, issue 21).
     from assembler.tools.python.tools import dry_run_python_tool, load_python_tool
+    from assembler.trust import code_roots
 
+    roots = code_roots(manifest)
     if static:
         return [dry_run_python_tool(entry, roots) for entry in spec.tools]
     return [load_python_tool(entry, roots) for entry in spec.tools]

@@ -8,16 +8,18 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from assembler.agent.options import BuildOptions
 from assembler.budgets import BudgetLimits
 from assembler.errors import Issue, UsageError
 from assembler.manifest.model import Manifest
 from assembler.resources.loader import LoaderFlags
 from assembler.text import terminal_safe
+
+if TYPE_CHECKING:
+    from assembler.agent.options import BuildOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -131,6 +133,10 @@ def build_options(
     """What `agent_options` asked for, as `build_agent` takes it (a command adds its
     own fields with `dataclasses.replace`): `--trust` trusts the directory for this
     run; without it the trust store decides."""
+    # imported here: only the commands that build an agent need it, not `validate`
+    # or `render --dry-run` (start-up cost)
+    from assembler.agent.options import BuildOptions
+
     return BuildOptions(
         model=model,
         flags=flags,

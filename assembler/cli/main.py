@@ -84,7 +84,8 @@ class LazyGroup(SuggestingGroup):
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="\b\nExample:\n  assemble render --dry-run agents/shipping-fixer.yaml",
 )
-@click.version_option(__version__, prog_name="assemble")
+# the message given: click's default asks gettext for a translation at import time
+@click.version_option(__version__, prog_name="assemble", message="%(prog)s, version %(version)s")
 def cli() -> None:
     """Turn a YAML manifest into a running AI agent.
 

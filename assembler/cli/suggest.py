@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-
 import click
 
 
@@ -16,6 +14,8 @@ class SuggestingGroup(click.Group):
         name = args[0] if args else ""
         commands = self.list_commands(ctx)
         if name and not name.startswith("-") and name not in commands:
+            import difflib  # here for start-up cost: only a misspelled command needs it
+
             close = difflib.get_close_matches(name, commands, n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else ""
             ctx.fail(f"No such command '{name}'.{hint} Commands: {', '.join(commands)}.")

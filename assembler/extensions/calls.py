@@ -23,9 +23,12 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   handlers never cost the loop that wait on every event. A late one is left
   running in its thread and that thread is retired; later jobs get a new one.
 - A notification (`notify`: `turn_start`, `turn_end`, `session_start`) whose handlers
-  are all plain is not waited for: its job is queued and the run goes on. The next
-  event waits for it (`settle`), usually for free, since the thread runs it before
-  that event's own handlers; so does the end of a run. Its deadline is watched all the
+  are all plain is not waited for: its job is queued and the run goes on. It reaches
+  the thread with the next job of an event (one wake-up of the thread for both: a
+  turn's `turn_end` and the next `turn_start` go with the next `context`), or on the
+  loop's next iteration if nothing comes first. The next event waits for it
+  (`settle`), usually for free, since the thread runs it before that event's own
+  handlers; so does the end of a run. Its deadline is watched all the
   same, and its failure is returned by the next `run` or `settle`, naming its event,
   before any model request or tool call that follows it.
 
@@ -133,6 +136,8 @@ class HandlerCaller:
         self._thread: HandlerThread | None = None
         self._diagnostics: list[str] = []
         self._in_flight: list[_InFlight] = []
+        self._unsent: list[PlainJob] = []  # notifications' jobs not put to the thread yet
+        self._send_soon = False  # a `_send` is scheduled on the loop
         self._brief_wait = BRIEF_WAIT  # 0 after a wait in place that was not enough
 
     def take_diagnostics(self) -> list[str]:
@@ -192,7 +197,11 @@ class HandlerCaller:
         chain = Notification(argument)
         if any(step.is_coroutine for step in subscriptions):
             return await self.run(event, subscriptions, chain)
-        job = self._submit(subscriptions, chain)
+        job = PlainJob(subscriptions, chain, asyncio.get_running_loop())
+        self._unsent.append(job)
+        if not self._send_soon:
+            self._send_soon = True
+            job.loop.call_soon(self._send_scheduled)
         watch = watch_deadline(
             job, self.timeout, lambda late: self._late(late, event, subscriptions)
         )
@@ -201,6 +210,7 @@ class HandlerCaller:
 
     async def settle(self) -> HandlerFailure | None:
         """Wait for the notifications in flight; the first failure, naming its event."""
+        self._send()
         first: HandlerFailure | None = None
         while self._in_flight:
             flight = self._in_flight.pop(0)
@@ -250,8 +260,22 @@ class HandlerCaller:
 
     def _submit(self, batch: Sequence[Subscription], chain: Chain) -> PlainJob:
         job = PlainJob(batch, chain, asyncio.get_running_loop())
-        self._handler_thread().jobs.put(job)
+        self._unsent.append(job)
+        self._send()
         return job
+
+    def _send(self) -> None:
+        """Put the jobs not sent yet to the thread, in order: the first put wakes it,
+        the others find it awake (a wake-up is most of what a trip costs)."""
+        if self._unsent:
+            unsent, self._unsent = self._unsent, []
+            jobs = self._handler_thread().jobs
+            for job in unsent:
+                jobs.put(job)
+
+    def _send_scheduled(self) -> None:
+        self._send_soon = False
+        self._send()
 
     def _handler_thread(self) -> HandlerThread:
         thread = self._thread
@@ -398,6 +422,7 @@ class HandlerCaller:
             flight.watch.cancel()
             flight.job.abandon()
         self._in_flight.clear()
+        self._unsent.clear()
         pending = [task for task in self.abandoned if not task.done()]
         if pending:
             for task in pending:

@@ -149,6 +149,11 @@ class ExtensionHooks:
         failure = await self.caller.run("context", subscriptions, chain)
         if failure is not None:
             raise self._fail("context", failure)
+        if chain.current == messages:
+            # Nothing changed (a list compares item by item, identity first): the
+            # runner's own list goes on, so the request stays a view of it and what
+            # is counted of it per request does not grow with the history (issue 21).
+            return messages
         return chain.current
 
     async def before_tool_call(self, call: ToolCall) -> CallDecision:

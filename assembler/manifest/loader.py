@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.budgets import BudgetLimits
 from assembler.errors import Issue, ManifestError
@@ -43,11 +43,21 @@ from assembler.manifest.model import (
 from assembler.manifest.schema import schema_issues
 from assembler.manifest.schema_file import read_schema_file, schema_file_reference
 from assembler.manifest.yaml_source import JsonPath, SourceMap, YamlDocument, load_yaml_file
-from assembler.pricing import Price
 from assembler.safe_read import FileRefused, read_small_text
 from assembler.sandbox.spec import SandboxSpec
 
+if TYPE_CHECKING:
+    from assembler.pricing import Price
+
 DEFAULT_MEMORY_STORE = ".assembler/memory"
+
+
+def _price(raw: Mapping[str, Any]) -> Price:
+    # imported here: only a manifest that gives `model.price` needs the price table's
+    # module, and `validate` and `render --dry-run` start faster without it
+    from assembler.pricing import Price
+
+    return Price.from_mapping(raw)
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,7 @@ class _ManifestBuilder:
             options=raw.get("options", {}),
             base_url_template=base_url or None,
             tool_choice=ModelSpec.parse_tool_choice(raw.get("tool_choice")),
-            price=Price.from_mapping(raw["price"]) if "price" in raw else None,
+            price=_price(raw["price"]) if "price" in raw else None,
             cache=raw.get("cache", True),
             thinking_budget=(raw.get("thinking") or {}).get("budget_tokens"),
             reasoning_effort=raw.get("reasoning_effort"),

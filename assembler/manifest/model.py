@@ -12,14 +12,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assembler.budgets import BudgetLimits
 from assembler.manifest.interpolate import referenced_variables
 from assembler.manifest.yaml_source import SourceMap
-from assembler.messages import ForcedTool, ToolChoice
-from assembler.pricing import Price
 from assembler.sandbox.spec import SandboxSpec
+
+if TYPE_CHECKING:
+    from assembler.messages import ToolChoice
+    from assembler.pricing import Price
 
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 """A tool name as the schema's `toolName` allows it."""
@@ -30,6 +32,8 @@ _TOOL_CHOICES: Mapping[str, ToolChoice] = {"auto": "auto", "required": "required
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """`model:`: which provider and model answer, and how they are called."""
+
     provider: str
     name: str
     base_url: str | None = None
@@ -64,12 +68,18 @@ class ModelSpec:
     def parse_tool_choice(raw: object) -> ToolChoice | None:
         """The schema-valid manifest value (`required`, `{tool: ls}`) as a `ToolChoice`."""
         if isinstance(raw, Mapping):
+            # imported here: the conversation types are start-up cost `validate` and
+            # `render --dry-run` need only for a manifest that forces a tool
+            from assembler.messages import ForcedTool
+
             return ForcedTool(str(raw["tool"]))
         return _TOOL_CHOICES.get(raw) if isinstance(raw, str) else None
 
 
 @dataclass(frozen=True)
 class BuiltinToolSet:
+    """`- builtin: NAME`: built-in tools and sets, narrowed by `allow`."""
+
     names: tuple[str, ...]
     allow: tuple[str, ...] | None = None
     guidelines: tuple[str, ...] = ()
@@ -77,6 +87,8 @@ class BuiltinToolSet:
 
 @dataclass(frozen=True)
 class PythonToolSpec:
+    """One `python:` tool: a `module:function` reference and what overrides its description."""
+
     function: str
     name: str | None = None
     description: str | None = None
@@ -86,12 +98,16 @@ class PythonToolSpec:
 
 @dataclass(frozen=True)
 class PythonToolSet:
+    """`- python: [...]`: tools from the project's own Python functions."""
+
     tools: tuple[PythonToolSpec, ...]
     guidelines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class MCPServerSpec:
+    """One MCP server: how to start (stdio) or reach (HTTP) it, and its own sandbox."""
+
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
@@ -119,6 +135,8 @@ class MCPServerSpec:
 
 @dataclass(frozen=True)
 class MCPToolSet:
+    """`- mcp: SERVER`: the tools a server lists, narrowed by `allow`, renamed by `prefix`."""
+
     server: MCPServerSpec
     allow: tuple[str, ...] | None = None
     prefix: str = ""
@@ -172,6 +190,8 @@ class ToolEnvironmentSpec:
 
 @dataclass(frozen=True)
 class ToolsSpec:
+    """`tools:`: the tool sets in order, their guidelines, servers and environment."""
+
     sets: tuple[ToolSetSpec, ...] = (BuiltinToolSet(("coding",)),)
     guidelines: tuple[str, ...] = ()
     servers: Mapping[str, MCPServerSpec] = field(default_factory=dict)
@@ -207,6 +227,8 @@ class ContextDiscovery:
 
 @dataclass(frozen=True)
 class MemoryPolicy:
+    """`memory:`: where records live and how many of which reach the prompt."""
+
     store: Path
     strategy: Literal["all", "keyword", "model", "none"] = "keyword"
     max_records: int = 5
@@ -256,6 +278,8 @@ class TemplateOverride:
 
 @dataclass(frozen=True)
 class Limits:
+    """`limits:`: what bounds a run (turns, timeouts, output, parallel calls, budget)."""
+
     max_turns: int = 50
     tool_timeout: float = 120.0
     max_parallel_tools: int = 8

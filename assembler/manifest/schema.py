@@ -9,7 +9,6 @@ quoted, the custom `x-messages` the schema carries for patterns.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -153,7 +152,7 @@ def _unknown_keys(error: Any, path: JsonPath, source: SourceMap) -> Iterator[Iss
     for key in instance:
         if key in known:
             continue
-        hint = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = _close_match(str(key), known)
         suggestion = unknown_key_hint(path, str(key)) or (
             f"; did you mean `{hint[0]}`?" if hint else f"; expected one of: {', '.join(known)}"
         )
@@ -207,7 +206,7 @@ def _yaml_reading(
 
 def _enum_message(value: Any, allowed: list[Any]) -> str:
     choices = ", ".join(f"`{a}`" for a in allowed)
-    hint = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1, cutoff=0.6)
+    hint = _close_match(str(value), [str(a) for a in allowed])
     suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
     return f"{_show(value)} is not one of {choices}{suggestion}"
 
@@ -240,3 +239,10 @@ def _plain(error: Any) -> str:
         shown = f"{len(value)}" if keyword.endswith(("Length", "Items")) else _show(value)
         return f"must be {wording}, got {shown}"
     return str(error.message)
+
+
+def _close_match(word: str, choices: list[str]) -> list[str]:
+    # imported here for start-up cost: only an invalid manifest needs a hint
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=1, cutoff=0.6)

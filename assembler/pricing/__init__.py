@@ -20,11 +20,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assembler.messages import Usage
+if TYPE_CHECKING:
+    from assembler.messages import Usage
 
 __all__ = [
     "PRICE_FIELDS",
@@ -100,9 +100,17 @@ class Price:
 
 @cache
 def _table() -> Mapping[str, Price]:
-    text = resources.files(__package__).joinpath("prices.json").read_text("utf-8")
+    text = _prices_text()
     families = json.loads(text)["families"]
     return MappingProxyType({name: Price.from_mapping(row) for name, row in families.items()})
+
+
+def _prices_text() -> str:
+    # imported here: importlib.resources brings zipfile, tempfile and more, start-up
+    # cost for every command that only needs the `Price` type (a manifest loads it)
+    from importlib import resources
+
+    return resources.files(__package__).joinpath("prices.json").read_text("utf-8")
 
 
 @cache
@@ -112,8 +120,7 @@ def _longest_first() -> tuple[str, ...]:
 
 def price_source() -> str:
     """Where the table's figures come from and when they were checked (for docs)."""
-    text = resources.files(__package__).joinpath("prices.json").read_text("utf-8")
-    data = json.loads(text)
+    data = json.loads(_prices_text())
     return f"{data['about']} (checked {data['checked']})"
 
 

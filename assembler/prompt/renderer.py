@@ -42,6 +42,8 @@ CACHE_SIZE = 64
 
 @dataclass(frozen=True)
 class ContextFileView:
+    """A context file as the workspace section shows it."""
+
     path: str
     content: str
 
@@ -56,6 +58,8 @@ class WorkspaceView:
 
 @dataclass(frozen=True)
 class SkillEntry:
+    """A skill as the skills section lists it."""
+
     name: str
     description: str
     path: str
@@ -63,6 +67,8 @@ class SkillEntry:
 
 @dataclass(frozen=True)
 class MemoryEntry:
+    """A selected memory record as the memory section shows it."""
+
     name: str
     type: str
     description: str
@@ -80,6 +86,8 @@ class Section:
 
 @dataclass(frozen=True)
 class RenderedPrompt:
+    """The system prompt, and the sections it was joined from."""
+
     text: str
     sections: tuple[Section, ...]
 

@@ -13,8 +13,10 @@ before the reply, never part of the answer), and a tool call its own `id`; `argu
 string is taken as the model's raw text, so a script can replay malformed JSON.
 
 This module needs no event loop and no provider code, so `assemble validate` checks
-a manifest's `scripted:` replay with the very function `run` reads it with, at its
-start-up cost; `assembler.providers.scripted` replays the steps.
+a manifest's `scripted:` replay with the very reading `run` does, at its start-up
+cost: `check_script` reads and checks every step as `load_script` does, and only
+`load_script` builds the steps' messages (the conversation types, which a check does
+not need, are imported then). `assembler.providers.scripted` replays the steps.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from assembler.errors import Issue, ManifestError
 from assembler.manifest.yaml_source import (
@@ -33,12 +35,11 @@ from assembler.manifest.yaml_source import (
     load_yaml_text,
     read_manifest_text,
 )
-from assembler.messages import AssistantMessage, Reasoning, ToolCall, Usage, to_plain
 
-__all__ = ["ScriptStep", "Step", "load_script", "parse_steps"]
+if TYPE_CHECKING:
+    from assembler.messages import AssistantMessage, ToolCall, Usage
 
-Step = Mapping[str, Any] | AssistantMessage | str
-"""A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
+__all__ = ["ScriptStep", "check_script", "load_script", "parse_steps"]
 
 EMPTY = "the script is empty"
 WHAT_A_SCRIPT_IS = "a script must be a list of steps (text / tool_calls)"
@@ -47,13 +48,20 @@ _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+def _no_usage() -> Usage:
+    # imported here: see the module's docstring (a check builds no step)
+    from assembler.messages import Usage
+
+    return Usage()
+
+
 @dataclass(frozen=True)
 class ScriptStep:
     """One scripted reply, validated."""
 
     message: AssistantMessage
     label: str = ""
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=_no_usage)
 
     def describe(self) -> str:
         """A short summary for error messages: `text 'Hello' + read(...)`."""
@@ -70,10 +78,39 @@ class ScriptStep:
         return f"[{self.label}] {body}" if self.label else body
 
 
+class _Call(NamedTuple):
+    """A tool call as checked: `arguments` is a mapping, or the model's raw text."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | str
+
+
+class _Reply(NamedTuple):
+    """A step as checked, before it is built into a `ScriptStep`."""
+
+    text: str
+    reasoning: str
+    label: str
+    calls: tuple[_Call, ...]
+    usage: Mapping[str, int] | None
+
+
 def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep]:
     """Read and validate a YAML script; `ManifestError` names the file, and the line
     and column of every problem. Read by the manifests' safe YAML rules, so
-    `assemble validate` (which calls this too) accepts exactly the scripts a run does."""
+    `assemble validate` (which calls `check_script`, the same reading) accepts
+    exactly the scripts a run does."""
+    return [_built(reply) for reply in _read_script(path, display)]
+
+
+def check_script(path: str | Path, display: str | None = None) -> None:
+    """Raise the `ManifestError` `load_script` would raise for this script, if any,
+    without building its steps (what `validate` and `render --dry-run` call)."""
+    _read_script(path, display)
+
+
+def _read_script(path: str | Path, display: str | None) -> list[_Reply | ScriptStep]:
     file = display or str(path)
     text = read_manifest_text(Path(path), file)
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
@@ -83,7 +120,7 @@ def load_script(path: str | Path, display: str | None = None) -> list[ScriptStep
     at: JsonPath = ()
     if isinstance(raw, Mapping) and set(raw) == {"steps"}:
         raw, at = raw["steps"], ("steps",)
-    return parse_steps(raw, source=file, where=at, source_map=document.source)
+    return _checked_steps(raw, source=file, where=at, source_map=document.source)
 
 
 def parse_steps(
@@ -95,7 +132,15 @@ def parse_steps(
 ) -> list[ScriptStep]:
     """Validate steps given as data; every problem is reported at once (at its line
     and column when `source_map` says where `raw`, at JSON path `where`, came from)."""
+    return [
+        _built(step)
+        for step in _checked_steps(raw, source=source, where=where, source_map=source_map)
+    ]
 
+
+def _checked_steps(
+    raw: object, *, source: str, where: JsonPath, source_map: SourceMap | None
+) -> list[_Reply | ScriptStep]:
     def issue(path: JsonPath, message: str) -> Issue:
         if source_map is not None:
             return source_map.issue((*where, *path), message)
@@ -110,7 +155,7 @@ def parse_steps(
         def problem(message: str, path: JsonPath = (), index: int = index) -> None:
             issues.append(issue((index, *path), f"step {index + 1}: {message}"))
 
-        steps.append(_parse_step(item, problem))
+        steps.append(_checked_step(item, problem))
     if issues:
         raise ManifestError(issues)
     return steps
@@ -119,17 +164,22 @@ def parse_steps(
 Problem = Callable[[str, JsonPath], None]
 """Records a problem of one step, at a JSON path inside the step."""
 
+_NO_REPLY = _Reply("", "", "", (), None)
 
-def _parse_step(item: object, problem: Problem) -> ScriptStep:
+
+def _checked_step(item: object, problem: Problem) -> _Reply | ScriptStep:
     if isinstance(item, ScriptStep):
         return item
-    if isinstance(item, AssistantMessage):
-        return ScriptStep(item)
     if isinstance(item, str):
-        return ScriptStep(AssistantMessage(text=item))
+        return _NO_REPLY._replace(text=item)
     if not isinstance(item, Mapping):
+        # imported here: only steps given in code can be messages (see the docstring)
+        from assembler.messages import AssistantMessage
+
+        if isinstance(item, AssistantMessage):
+            return ScriptStep(item)
         problem("must be a mapping with `text` and/or `tool_calls`", ())
-        return ScriptStep(AssistantMessage())
+        return _NO_REPLY
     unknown = [k for k in item if k not in _STEP_KEYS]
     if unknown:
         names = ", ".join(sorted(map(str, unknown)))
@@ -149,15 +199,15 @@ def _parse_step(item: object, problem: Problem) -> ScriptStep:
         problem("`id` must be a string", ("id",))
         label = ""
     raw_calls = item.get("tool_calls") or []
-    calls: list[ToolCall] = []
+    calls: list[_Call] = []
     if not isinstance(raw_calls, list):
         problem("`tool_calls` must be a list", ("tool_calls",))
     else:
         for j, raw_call in enumerate(raw_calls):
-            call = _parse_call(raw_call, ("tool_calls", j), problem)
+            call = _checked_call(raw_call, ("tool_calls", j), problem)
             if call is not None:
                 calls.append(call)
-    usage = Usage()
+    usage: Mapping[str, int] | None = None
     raw_usage = item.get("usage")
     if raw_usage is not None:
         if (
@@ -165,19 +215,17 @@ def _parse_step(item: object, problem: Problem) -> ScriptStep:
             and set(raw_usage) <= set(_USAGE_KEYS)
             and all(isinstance(raw_usage.get(k, 0), int) for k in _USAGE_KEYS)
         ):
-            usage = Usage(**{k: raw_usage.get(k, 0) for k in _USAGE_KEYS})
+            usage = {k: raw_usage.get(k, 0) for k in _USAGE_KEYS}
         else:
             problem(
                 "`usage` must be {input_tokens: int, output_tokens: int} "
                 "(optionally cache_read_tokens, cache_write_tokens)",
                 ("usage",),
             )
-    thought = (Reasoning(kind="text", text=reasoning),) if reasoning else ()
-    message = AssistantMessage(text=text, tool_calls=tuple(calls), reasoning=thought)
-    return ScriptStep(message, str(label), usage)
+    return _Reply(text, reasoning, str(label), tuple(calls), usage)
 
 
-def _parse_call(raw: object, where: JsonPath, problem: Problem) -> ToolCall | None:
+def _checked_call(raw: object, where: JsonPath, problem: Problem) -> _Call | None:
     if not isinstance(raw, Mapping):
         problem("a tool call must be a mapping with `name` and `arguments`", where)
         return None
@@ -196,14 +244,34 @@ def _parse_call(raw: object, where: JsonPath, problem: Problem) -> ToolCall | No
         problem("a tool call `id` must be a string", (*where, "id"))
         call_id = ""
     arguments = raw.get("arguments", {})
-    if isinstance(arguments, str):
+    if not isinstance(arguments, str | Mapping):
+        problem("`arguments` must be a mapping (or a string of raw JSON)", (*where, "arguments"))
+        return None
+    return _Call(call_id, name, arguments)
+
+
+def _built(step: _Reply | ScriptStep) -> ScriptStep:
+    """The step of a reply that passed its checks (building cannot fail)."""
+    if isinstance(step, ScriptStep):
+        return step
+    from assembler.messages import AssistantMessage, Reasoning, Usage
+
+    thought = (Reasoning(kind="text", text=step.reasoning),) if step.reasoning else ()
+    message = AssistantMessage(
+        text=step.text, tool_calls=tuple(_built_call(c) for c in step.calls), reasoning=thought
+    )
+    usage = Usage(**step.usage) if step.usage is not None else Usage()
+    return ScriptStep(message, step.label, usage)
+
+
+def _built_call(call: _Call) -> ToolCall:
+    if isinstance(call.arguments, str):
         # Imported here for start-up cost: only a script replaying raw argument text
         # needs the providers' parsing of it.
         from assembler.providers._common import tool_call_from_raw
 
-        return tool_call_from_raw(call_id, name, arguments)
-    if not isinstance(arguments, Mapping):
-        problem("`arguments` must be a mapping (or a string of raw JSON)", (*where, "arguments"))
-        return None
-    plain = to_plain(arguments)
-    return ToolCall(call_id, name, plain, raw_arguments=json.dumps(plain, ensure_ascii=False))
+        return tool_call_from_raw(call.id, call.name, call.arguments)
+    from assembler.messages import ToolCall, to_plain
+
+    plain = to_plain(call.arguments)
+    return ToolCall(call.id, call.name, plain, raw_arguments=json.dumps(plain, ensure_ascii=False))

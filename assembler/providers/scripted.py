@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from assembler.errors import ProviderError
 from assembler.messages import (
@@ -22,7 +23,10 @@ from assembler.messages import (
     TextDelta,
     Usage,
 )
-from assembler.providers.script_file import ScriptStep, Step, load_script, parse_steps
+from assembler.providers.script_file import ScriptStep, load_script, parse_steps
+
+Step = Mapping[str, Any] | AssistantMessage | str
+"""A step as written: a mapping like the YAML form, an `AssistantMessage`, or bare text."""
 
 __all__ = [
     "ScriptStep",

@@ -65,6 +65,8 @@ class LoaderFlags:
 
 @dataclass(frozen=True)
 class ResourceSnapshot:
+    """Everything a build reads from files, taken once (`ResourceLoader.reload`)."""
+
     context_files: tuple[ContextFile, ...] = ()
     skills: tuple[Skill, ...] = ()
     templates: Mapping[str, TemplateOverride] = field(default_factory=lambda: MappingProxyType({}))

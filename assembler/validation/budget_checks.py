@@ -14,7 +14,6 @@ from typing import Any
 
 from assembler.budgets import parse_duration
 from assembler.errors import Issue
-from assembler.pricing import known_price
 from assembler.validation.context import CheckContext, mapping
 
 __all__ = ["check_budget"]
@@ -34,6 +33,9 @@ def check_budget(ctx: CheckContext) -> Iterator[Issue]:
     if model is None:  # the user's default model, chosen at run time: checked there
         return
     provider, name, priced = model
+    # imported here for start-up cost: only a `cost_usd` budget needs the price table
+    from assembler.pricing import known_price
+
     if priced or known_price(provider, name) is not None:
         return
     yield ctx.issue(

@@ -138,10 +138,10 @@ def check_model(ctx: CheckContext) -> Iterator[Issue]:
 def _script_issues(script: Path) -> Iterator[Issue]:
     """The replay's own problems, at its own lines: what `run` would refuse. A script is
     data (replies), never code, so reading it is within what `validate` may do."""
-    from assembler.providers.script_file import load_script
+    from assembler.providers.script_file import check_script
 
     try:
-        load_script(script, display(script))
+        check_script(script, display(script))
     except ManifestError as e:
         yield from e.issues
 

@@ -32,6 +32,8 @@ _TOOL_PHRASE = re.compile(
 
 @dataclass(frozen=True)
 class Mention:
+    """A tool name written in prompt text, and where."""
+
     name: str
     offset: int
 

@@ -15,8 +15,6 @@ from assembler.validation.mentions import line_and_column, tool_mentions
 def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
     """Every name in a built-in set's `allow` must belong to the set: a typo there
     would silently leave the agent without that tool."""
-    import difflib
-
     from assembler.tools.builtin.names import BUILTIN_SETS
 
     for index, item in enumerate(items(mapping(ctx.data.get("tools")).get("sets"))):
@@ -31,6 +29,8 @@ def check_builtin_allow(ctx: CheckContext) -> Iterator[Issue]:
         members = [m for n in names if isinstance(n, str) for m in BUILTIN_SETS.get(n, (n,))]
         for position, allowed in enumerate(item["allow"]):
             if isinstance(allowed, str) and allowed not in members:
+                import difflib  # here for start-up cost: only a wrong name needs a hint
+
                 hint = difflib.get_close_matches(allowed, members, n=1, cutoff=0.6)
                 suggestion = f"; did you mean `{hint[0]}`?" if hint else ""
                 yield ctx.issue(

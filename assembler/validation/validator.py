@@ -17,7 +17,6 @@ from assembler.manifest.loader import parse_manifest
 from assembler.manifest.model import Manifest
 from assembler.validation.agent_tree import ROOT, Lineage, check_agent_tree
 from assembler.validation.checks import ALL_CHECKS, CheckContext, check_path_names
-from assembler.validation.permissions import check_permissions
 from assembler.validation.sandbox import check_sandbox
 
 SKILL_FILES = ("SKILL.md", "skill.md")  # as `resources.skills` finds them
@@ -30,6 +29,8 @@ _SKIPPED_DIRECTORIES = {"node_modules", "__pycache__", "venv"}
 
 @dataclass(frozen=True)
 class FileReport:
+    """One file's issues, and its manifest when it loaded."""
+
     path: Path
     issues: tuple[Issue, ...]
     manifest: Manifest | None = None
@@ -113,7 +114,7 @@ def validate_file(
 
     # sub-agents first: the tool names they give this agent are active tools below
     first = (lambda ctx: check_agent_tree(ctx, lineage, validate_child),)
-    last = (check_permissions, lambda ctx: check_sandbox(ctx, lineage.sandbox))
+    last = (_check_permissions, lambda ctx: check_sandbox(ctx, lineage.sandbox))
     for check in (*first, *ALL_CHECKS, *last):
         found = [i for i in check(context) if i.file != shown or i.path not in rejected]
         issues.extend(found)
@@ -123,6 +124,16 @@ def validate_file(
         set(issues), key=lambda i: (i.file != shown, i.file, i.line, i.column, i.message)
     )
     return FileReport(path, tuple(unique), parsed.manifest)
+
+
+def _check_permissions(ctx: CheckContext) -> Iterable[Issue]:
+    if "permissions" not in ctx.data:
+        return ()
+    # Imported here for start-up cost: the rule grammar and the pattern compilers
+    # behind these checks are for manifests with `permissions:` (issue 21).
+    from assembler.validation.permissions import check_permissions
+
+    return check_permissions(ctx)
 
 
 def display_path(path: Path) -> str:

@@ -50,6 +50,16 @@ ONLY_A_BUILT_AGENT_NEEDS = (
     "assembler.sessions",
     "assembler.tools.python.runtime",
     "assembler.tools.python.call",
+    # issue 21, round 2: what describing an agent does not need either
+    "assembler.messages",  # the conversation: a replay is checked, not built
+    "assembler.agent.options",  # how to build
+    "assembler.trust",  # a dry run runs no project code, so asks no trust
+    "assembler.tools.builtin.bash_run",  # running the tools, not describing them
+    "assembler.tools.builtin.line_reader",
+    "assembler.tools.builtin.text_files",
+    "assembler.tools.truncate",
+    "assembler.pricing",  # only a `cost_usd` budget or a `model.price`
+    "difflib",  # only a mistake gets a "did you mean"
 )
 
 

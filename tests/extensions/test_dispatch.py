@@ -193,6 +193,37 @@ def test_a_notification_is_not_waited_for_but_the_next_event_is_held_behind_it()
     asyncio.run(go())
 
 
+def test_a_notification_goes_to_the_thread_with_the_next_event_or_on_its_own() -> None:
+    # Held until the next job or the loop's next iteration (one wake-up of the thread
+    # for both), in order either way; never left unsent while the loop runs.
+    order: list[str] = []
+    ran = threading.Event()
+
+    def noted(event: Any) -> None:
+        order.append(f"notification {event}")
+        ran.set()
+
+    def after(event: Any) -> None:
+        order.append("next event")
+
+    async def go() -> None:
+        caller = HandlerCaller(10)
+        await caller.notify("turn_end", [Subscription("n", noted)], 1)
+        await caller.notify("turn_start", [Subscription("n", noted)], 2)
+        assert await caller.run("context", [Subscription("a", after)], Collect()) is None
+        assert order == ["notification 1", "notification 2", "next event"]
+
+        await caller.notify("turn_end", [Subscription("n", noted)], 3)
+        ran.clear()
+        await asyncio.sleep(0)  # the loop's next iteration sends it; nothing waits for it
+        assert await asyncio.to_thread(ran.wait, 5)
+        assert order[-1] == "notification 3"
+        assert await caller.settle() is None
+        await caller.reap()
+
+    asyncio.run(go())
+
+
 def test_a_late_notification_is_reported_by_the_next_event_which_still_gets_an_answer() -> None:
     """The late handler holds its thread; the event queued behind it moves to a new
     one, and what is reported is the notification's failure, under its own name."""

@@ -13,7 +13,7 @@ from extension_project import project
 
 from assembler.agent.build import build_agent
 from assembler.errors import ExtensionError
-from assembler.messages import ToolResultMessage, UserMessage
+from assembler.messages import History, ToolResultMessage, UserMessage
 from assembler.runner.events import RunEnd, ToolCallBlocked, ToolCallResult
 from assembler.testing import ScriptedModel, text, tool_call
 from assembler.validation.load import load_manifest
@@ -180,6 +180,39 @@ def setup(api, options):
     _, agent = run_agent(manifest, model, "question")
     sent = [m.content for m in model.requests[0].messages if isinstance(m, UserMessage)]
     assert sent == ["question", "note from first", "second saw 2 messages"]
+    assert [m for m in agent.messages if isinstance(m, UserMessage)] == [UserMessage("question")]
+
+
+def test_a_context_handler_that_changes_nothing_leaves_the_request_a_view(tmp_path: Path) -> None:
+    # The runner's own list goes on (the request a `History` view of it, counted
+    # incrementally); a change made in place still reaches the model, on a copy.
+    quiet = """
+def setup(api, options):
+    @api.on("context")
+    def look(messages):
+        return None
+"""
+    in_place = """
+from assembler.messages import UserMessage
+
+def setup(api, options):
+    @api.on("context")
+    def add(messages):
+        messages.append(UserMessage("added in place"))
+"""
+    (tmp_path / "quiet").mkdir()
+    (tmp_path / "in_place").mkdir()
+    manifest = project(tmp_path / "quiet", {"quiet": quiet})
+    model = ScriptedModel([text("ok")])
+    run_agent(manifest, model, "question")
+    assert isinstance(model.requests[0].messages, History)
+
+    manifest = project(tmp_path / "in_place", {"in_place": in_place})
+    model = ScriptedModel([text("ok")])
+    _, agent = run_agent(manifest, model, "question")
+    sent = [m.content for m in model.requests[0].messages if isinstance(m, UserMessage)]
+    assert sent == ["question", "added in place"]
+    assert not isinstance(model.requests[0].messages, History)
     assert [m for m in agent.messages if isinstance(m, UserMessage)] == [UserMessage("question")]
 
 

@@ -10,6 +10,7 @@ from wire.drive import run
 from assembler.errors import ManifestError, ProviderError
 from assembler.messages import AssistantMessage, ModelRequest, ToolCall, Usage, UserMessage
 from assembler.providers.base import ModelProvider
+from assembler.providers.script_file import check_script
 from assembler.providers.scripted import ScriptedProvider, load_script, parse_steps, split_text
 
 REQUEST = ModelRequest(model="demo", system="sys", messages=(UserMessage("go"),))
@@ -97,6 +98,44 @@ def test_malformed_scripts_name_the_file_and_step(tmp_path: Path, text: str, exp
     message = str(info.value)
     assert str(path) in message
     assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: 1\n", "a script must be a list of steps"),
+        ("- 42\n", "step 1: must be a mapping with `text` and/or `tool_calls`"),
+        (
+            "- {txt: hi}\n",
+            "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage, reasoning",
+        ),
+        ("- {id: x}\n", "step 1: needs `text`, `tool_calls`, or both"),
+        ("- {text: [1]}\n", "step 1: `text` must be a string"),
+        ("- text: ok\n- {tool_calls: [{arguments: {}}]}\n", "step 2: a tool call needs a `name`"),
+        ("- {tool_calls: {name: read}}\n", "`tool_calls` must be a list"),
+        ("- {tool_calls: [{name: read, arguments: [1]}]}\n", "`arguments` must be a mapping"),
+        ("- {tool_calls: [{name: read, args: {}}]}\n", "unknown key(s) args"),
+        ("- {text: hi, usage: {input_tokens: many}}\n", "`usage` must be"),
+    ],
+)
+def test_check_script_refuses_what_load_script_refuses(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    # `validate` calls `check_script`: the same issues, at the same places, as a run's
+    path = write(tmp_path, text, "bad.yaml")
+    with pytest.raises(ManifestError) as loading:
+        load_script(path)
+    with pytest.raises(ManifestError) as checking:
+        check_script(path, "shown.yaml")
+    shown = [(i.line, i.column, i.path, i.message) for i in checking.value.issues]
+    assert shown == [(i.line, i.column, i.path, i.message) for i in loading.value.issues]
+    assert {i.file for i in checking.value.issues} == {"shown.yaml"}
+
+
+def test_check_script_accepts_what_load_script_accepts(tmp_path: Path) -> None:
+    path = write(tmp_path, SCRIPT + "- {tool_calls: [{name: read, arguments: '{\"a\": '}]}\n")
+    assert len(load_script(path)) == 3
+    assert check_script(path) is None
 
 
 def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:

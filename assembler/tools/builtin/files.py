@@ -21,21 +21,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assembler.errors import ToolError
 from assembler.tools.arguments import guarded, optional_int, require_str
 from assembler.tools.base import Tool, ToolContext, ToolResult
-from assembler.tools.builtin.line_reader import CHUNK_BYTES, Selection, select_lines
-from assembler.tools.builtin.text_files import (
-    existing_mode,
-    looks_binary,
-    open_regular,
-    read_text_exact,
-    replace_file,
-)
 from assembler.tools.builtin.workspace import display_path, resolve_in_workspace
 from assembler.tools.offload import run_blocking
+
+if TYPE_CHECKING:
+    from assembler.tools.builtin.line_reader import Selection
+
+# The file work itself (`line_reader`, `text_files`) is imported by the functions that
+# do it, for start-up cost: describing the tools (`render --dry-run`) needs none of it.
 
 _PATH = {
     "type": "string",
@@ -94,6 +92,9 @@ def read_result(picked: Selection, shown: str, offset: int) -> ToolResult:
 def _read_lines(
     path: Path, shown: str, offset: int, limit: int | None, ctx: ToolContext
 ) -> Selection:
+    from assembler.tools.builtin.line_reader import CHUNK_BYTES, select_lines
+    from assembler.tools.builtin.text_files import looks_binary, open_regular
+
     fd, size = open_regular(path, shown)
     try:
         first = os.read(fd, CHUNK_BYTES)
@@ -121,6 +122,8 @@ async def _write(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     data = encoded(content, "content")
 
     def write() -> int | None:
+        from assembler.tools.builtin.text_files import existing_mode, replace_file
+
         mode = existing_mode(path, shown)
         previous = path.stat().st_size if mode is not None else None
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,6 +175,8 @@ def refuse_guard(path: Path, shown: str, ctx: ToolContext) -> None:
 
 def _edit_file(path: Path, shown: str, old_text: str, new_text: str) -> int:
     """Replace the one occurrence of `old_text`; the line it was at, or a `ToolError`."""
+    from assembler.tools.builtin.text_files import existing_mode, read_text_exact, replace_file
+
     mode = existing_mode(path, shown)
     text = read_text_exact(path, shown)
     updated, line = edited_text(text, shown, old_text, new_text)

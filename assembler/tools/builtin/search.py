@@ -40,7 +40,6 @@ from assembler.tools.builtin.workspace import (
     workspace_root,
 )
 from assembler.tools.offload import run_blocking
-from assembler.tools.truncate import truncate_output
 
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 MAX_LINE_CHARS = 300
@@ -89,6 +88,10 @@ def _prefix(root: Path, ctx: ToolContext) -> str:
 
 
 def _finish(text: str, ctx: ToolContext, extra: list[str], details: dict[str, Any]) -> ToolResult:
+    # imported here for start-up cost: describing the tools (`render --dry-run`)
+    # needs nothing of running them
+    from assembler.tools.truncate import truncate_output
+
     body, notice = truncate_output(text, ctx.max_output_lines, ctx.max_output_bytes, keep="head")
     notes = [notice] if notice else []
     return ToolResult("\n".join([body.rstrip("\n"), *notes, *extra]), details=details)
