@@ -19,7 +19,9 @@ state of a running session: it has counted, sent and settled the history up to t
 previous request (two messages fewer). Many such meters are primed and each checks
 one request, timed as a batch (a sub-microsecond call is below a single timer
 reading's precision). The first check of a resumed session counts the whole history
-once (also reported). Run: `python bench/bench_budget.py`.
+once (also reported). Run: `python bench/bench_budget.py`; `--instructions` counts
+instructions executed instead (valgrind's cachegrind, at 1k tokens: a figure the
+machine's load does not move, unlike time; a few minutes).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -99,7 +103,9 @@ def openai_body(request: ModelRequest) -> dict[str, Any]:
         "messages": openai_chat._messages(request),
         "stream": True,
         "stream_options": {"include_usage": True},
-        "tools": [openai_chat._tool_param(t.name, t.description, t.parameters) for t in request.tools],
+        "tools": [
+            openai_chat._tool_param(t.name, t.description, t.parameters) for t in request.tools
+        ],
         "max_tokens": request.settings.max_tokens,
     }
 
@@ -162,9 +168,7 @@ def adapters_body(request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]
 def primed(request: ModelRequest, conversation: list[Any]) -> Meter:
     """A meter as a running session's is just before `request`: the history up to two
     messages fewer estimated, sent and settled with the provider's count."""
-    meter = Meter(
-        limits=LIMITS, price=known_price("anthropic", MODEL), context_window=WINDOW
-    )
+    meter = Meter(limits=LIMITS, price=known_price("anthropic", MODEL), context_window=WINDOW)
     meter.start_run()
     before = ModelRequest(
         model=request.model,
@@ -252,5 +256,56 @@ def main() -> None:
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
+def run_operation(operation: str, times: int) -> None:
+    """One process of `instructions`: the set-up, then `operation` `times` times."""
+    conversation = history(1_000)
+    request = ModelRequest(
+        model=MODEL,
+        system=SYSTEM,
+        messages=History(conversation),
+        tools=TOOLS,
+        settings=ModelSettings(max_tokens=64_000),
+    )
+    meters = [primed(request, conversation) for _ in range(2_000)]
+    if operation == "check":
+        for meter in meters[:times]:
+            meter.prepare(request, wanted=None)
+            meter.last_seconds_left  # noqa: B018
+    for _ in range(times if operation != "check" else 0):
+        if operation == "Anthropic":
+            anthropic_dumps(anthropic_body(request))
+        else:
+            openai_dumps(openai_body(request))
+
+
+def instructions() -> None:
+    """Instructions per operation: a run of N operations less a run of none."""
+
+    def count(operation: str, times: int) -> int:
+        done = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+             "--cachegrind-out-file=/dev/null", sys.executable,
+             __file__, "--run", operation, str(times)],
+            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        refs = [line for line in done.stderr.splitlines() if "I   refs" in line]
+        return int(refs[-1].split()[-1].replace(",", ""))
+
+    each = {}
+    for operation, times in (("check", 2_000), ("Anthropic", 40), ("OpenAI", 40)):
+        each[operation] = (count(operation, times) - count(operation, 0)) / times
+    base = min(each["Anthropic"], each["OpenAI"])
+    report(
+        "budget check before a request at 1,000 tokens, instructions executed",
+        [(name, f"{value:12,.0f} ({value / base:.2%})") for name, value in each.items()],
+    )
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--run"]:
+        run_operation(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--instructions"]:
+        instructions()
+    else:
+        main()

@@ -322,4 +322,3 @@ class BudgetPot:
             "tool_calls": self.tool_calls,
         }
         return {"scope": self.scope, "limits": self.limits.to_dict(), "used": used}
-
