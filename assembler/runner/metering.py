@@ -99,8 +99,8 @@ class Meter:
         input estimate; `BudgetExhausted` when not even a minimal reply fits. `wanted`
         asks for a larger reply than the settings (a retry after a cut).
 
-        This runs before every request: bench/bench_budget.py holds it to under 1% of
-        serialising the request, so it calls little and makes no object but tuples."""
+        This runs before every request, so it calls little and makes no object but
+        tuples; bench/bench_budget.py measures it against serialising the request."""
         raw, estimate = self.calibration.estimate(request)
         self.last_estimate = estimate
         note = self.prefix.check(request)
