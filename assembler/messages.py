@@ -179,19 +179,17 @@ class History(Sequence[Message]):
     into a tuple made every turn slower than the one before.
     """
 
-    __slots__ = ("_items", "_length")
+    __slots__ = ("length", "source")
 
     def __init__(self, items: list[Message], length: int | None = None) -> None:
-        self._items = items
-        self._length = len(items) if length is None else length
+        self.source = items
+        """The conversation list this is a view of (only ever appended to)."""
+        self.length = len(items) if length is None else length
+        """How many of its first messages this view holds (read it without a call to
+        `len`: the budget check before a request does)."""
 
     def __len__(self) -> int:
-        return self._length
-
-    @property
-    def source(self) -> list[Message]:
-        """The conversation list this is a view of (only ever appended to)."""
-        return self._items
+        return self.length
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -199,18 +197,18 @@ class History(Sequence[Message]):
     def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
         if isinstance(index, slice):
-            return tuple(self._items[: self._length][index])
+            return tuple(self.source[: self.length][index])
         if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
+            index += self.length
+        if not 0 <= index < self.length:
             raise IndexError("history index out of range")
-        return self._items[index]
+        return self.source[index]
 
     def __iter__(self) -> Iterator[Message]:
-        return islice(self._items, self._length)
+        return islice(self.source, self.length)
 
     def __reversed__(self) -> Iterator[Message]:
-        return (self._items[i] for i in range(self._length - 1, -1, -1))
+        return (self.source[i] for i in range(self.length - 1, -1, -1))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, History | tuple | list):

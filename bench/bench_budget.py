@@ -1,24 +1,45 @@
 """What a budget check costs before each request (issue 23).
 
-Before every model request the runner estimates the request's input tokens, reserves
-room in the run's pot and lowers `max_tokens` (`Meter.prepare`). Target: under 1% of
-the request's own client-side time, measured here as serialising the request the way
-the wire does it (the Chat Completions message list built from the conversation, then
-`json.dumps` of the body, which the SDK does before sending), at 1k, 10k and 100k
-tokens of history; and linear growth. The check of a running session counts only the
-messages added since the previous request; the first check of a resumed session
-counts the whole history once (also reported). Run: `python bench/bench_budget.py`.
+Before every model request the runner asks its meter to check the budgets
+(`Meter.prepare`: estimate the request's input tokens, reserve room in the run's pot,
+lower `max_tokens`) and for the wall-time deadline (`Meter.seconds_left`); after the
+response it prices the usage and settles the reservation (`Meter.settle`). Target:
+the check under 1% of the request's own client-side time at 1k, 10k and 100k tokens
+of history, and linear growth.
+
+Baseline, same run: serialising the request as the provider adapter builds it (its own
+functions turn the conversation, the tools and the system prompt into the body) and
+as the SDK then encodes it (`openapi_dumps`), for both wires; the body built here is
+checked once against what each real adapter hands its SDK client. The smaller of the
+two is the baseline the ratios use (the harder target).
+
+Measured: the meter is configured as a built agent's is (a token, a dollar, a
+wall-time and a tool-call budget, the model's price and context window) and is in the
+state of a running session: it has counted, sent and settled the history up to the
+previous request (two messages fewer). Many such meters are primed and each checks
+one request, timed as a batch (a sub-microsecond call is below a single timer
+reading's precision). The first check of a resumed session counts the whole history
+once (also reported). Run: `python bench/bench_budget.py`; `--instructions` counts
+instructions executed instead (valgrind's cachegrind, at 1k tokens: a figure the
+machine's load does not move, unlike time; a few minutes).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from _timing import median_seconds, report
+from anthropic._utils._json import openapi_dumps as anthropic_dumps
+from openai._utils._json import openapi_dumps as openai_dumps
 
 from assembler.budgets import BudgetLimits
 from assembler.messages import (
@@ -29,14 +50,17 @@ from assembler.messages import (
     ToolCall,
     ToolResultMessage,
     ToolSchema,
+    Usage,
     UserMessage,
 )
-from assembler.pricing import Price
-from assembler.providers.openai_chat import _messages
+from assembler.pricing import known_price
+from assembler.providers import anthropic_blocks, anthropic_messages, openai_chat
 from assembler.runner.metering import Meter
 
-SIZES = (1_000, 10_000, 100_000)
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
 """Tokens of history (about four characters each)."""
+MODEL = "claude-sonnet-4-5"
+WINDOW = 1_000_000  # the largest history fits, so the window never lowers a reply here
 SYSTEM = "You are a careful coding agent. " * 60
 TOOLS = tuple(
     ToolSchema(
@@ -46,6 +70,10 @@ TOOLS = tuple(
     )
     for n in range(12)
 )
+LIMITS = BudgetLimits(cost_usd=1e6, tokens=10**12, wall_time=3600.0, tool_calls=10**6)
+"""Every kind of budget, none of them near its end (the common case of a request)."""
+BATCH = 500
+"""Meters primed, then checked one request each, per timed batch."""
 
 
 def history(tokens: int) -> list[UserMessage | AssistantMessage | ToolResultMessage]:
@@ -66,69 +94,218 @@ def history(tokens: int) -> list[UserMessage | AssistantMessage | ToolResultMess
     return messages
 
 
+# -- the baseline: the body each adapter builds, encoded as its SDK does ---------------
+
+
+def openai_body(request: ModelRequest) -> dict[str, Any]:
+    return {
+        "model": request.model,
+        "messages": openai_chat._messages(request),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": [
+            openai_chat._tool_param(t.name, t.description, t.parameters) for t in request.tools
+        ],
+        "max_tokens": request.settings.max_tokens,
+    }
+
+
+def anthropic_body(request: ModelRequest) -> dict[str, Any]:
+    tools = anthropic_blocks.tool_params(request, True)
+    system = anthropic_blocks.system_blocks(request, True)
+    messages = anthropic_messages._messages(request)
+    anthropic_blocks.mark_tail(messages, used=int(bool(tools)) + int(system is not None))
+    return {
+        "model": request.model,
+        "max_tokens": request.settings.max_tokens,
+        "system": system,
+        "messages": messages,
+        "tools": tools,
+        "stream": True,
+    }
+
+
+class _Sent(Exception):
+    """Raised by the recording client once it has the adapter's arguments."""
+
+
+class _Recorder:
+    """Stands in for an SDK client's `create`: keeps what the adapter passes it."""
+
+    def __init__(self) -> None:
+        self.body: dict[str, Any] = {}
+        self.chat = self.completions = self.messages = self
+
+    async def create(self, **kwargs: Any) -> Any:
+        self.body = {
+            k: v for k, v in kwargs.items() if type(v).__name__ not in ("Omit", "NotGiven")
+        }
+        self.body.pop("extra_body", None)
+        raise _Sent
+
+
+def adapters_body(request: ModelRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the real adapters hand their SDK clients for `request` (nothing is sent)."""
+    url = "http://127.0.0.1:9"
+    openai_provider = openai_chat.OpenAIChatProvider(MODEL, api_key="x", base_url=url + "/v1")
+    anthropic_provider = anthropic_messages.AnthropicProvider(MODEL, api_key="x", base_url=url)
+    bodies = []
+    for provider, start in (
+        (openai_provider, lambda p: p._create(request, None)),
+        (anthropic_provider, lambda p: anext(p._attempt(request))),
+    ):
+        recorder = _Recorder()
+        provider._client = recorder  # type: ignore[attr-defined]
+        with contextlib.suppress(_Sent):
+            asyncio.run(start(provider))
+        bodies.append(recorder.body)
+    return bodies[0], bodies[1]
+
+
+# -- the check -------------------------------------------------------------------------
+
+
+def primed(request: ModelRequest, conversation: list[Any]) -> Meter:
+    """A meter as a running session's is just before `request`: the history up to two
+    messages fewer estimated, sent and settled with the provider's count."""
+    meter = Meter(limits=LIMITS, price=known_price("anthropic", MODEL), context_window=WINDOW)
+    meter.start_run()
+    before = ModelRequest(
+        model=request.model,
+        system=request.system,
+        messages=History(conversation, len(conversation) - 2),
+        tools=request.tools,
+        settings=request.settings,
+    )
+    _, reservation, raw = meter.prepare(before)
+    meter.settle(reservation, Usage(input_tokens=raw + raw // 10, output_tokens=40), raw)
+    return meter
+
+
+def batch(request: ModelRequest, conversation: list[Any]) -> tuple[float, float]:
+    """Seconds per request of (the check before it, settling after it), over a batch
+    of primed meters."""
+    meters = [primed(request, conversation) for _ in range(BATCH)]
+    usage = Usage(input_tokens=len(conversation) * 200, output_tokens=40)
+    held = []
+    clock = time.perf_counter
+    start = clock()
+    for meter in meters:  # what the runner calls before sending a request (requests.py)
+        sent, reservation, raw = meter.prepare(request, wanted=None)
+        meter.last_seconds_left  # noqa: B018 (the stream's timeout, read as the runner does)
+        held.append((reservation, raw))
+    check = clock() - start
+    assert sent.settings.max_tokens == request.settings.max_tokens  # nothing lowered it
+    start = clock()
+    for meter, (reservation, raw) in zip(meters, held, strict=True):
+        meter.settle(reservation, usage, raw)
+    settle = clock() - start
+    return check / BATCH, settle / BATCH
+
+
 def main() -> None:
     rows: list[tuple[str, str]] = []
     previous: tuple[float, float] | None = None
     for size in SIZES:
         conversation = history(size)
         request = ModelRequest(
-            model="claude-sonnet-4-5",
+            model=MODEL,
             system=SYSTEM,
             messages=History(conversation),
             tools=TOOLS,
             settings=ModelSettings(max_tokens=64_000),
         )
-
-        def serialise(request: ModelRequest = request) -> str:
-            body = {
-                "model": request.model,
-                "messages": _messages(request),
-                "tools": [
-                    {"type": "function", "function": {"name": t.name, "parameters": t.parameters}}
-                    for t in request.tools
-                ],
-                "max_tokens": request.settings.max_tokens,
-            }
-            return json.dumps(body)
-
-        def check(request: ModelRequest = request, conversation: list[Any] = conversation) -> float:
-            """One turn's check: the meter has counted the history up to the previous
-            request (two messages fewer), as it has in a running session."""
-            meter = Meter(limits=BudgetLimits(tokens=10**9, cost_usd=1e6), price=Price(3, 15))
-            meter.start_run()
-            before = replace(request, messages=History(conversation, len(conversation) - 2))
-            meter.prepare(before)[1].release()  # type: ignore[union-attr]
-            start = time.perf_counter()
-            _, reservation, _ = meter.prepare(request)
-            elapsed = time.perf_counter() - start
-            assert reservation is not None
-            reservation.release()
-            return elapsed
+        sdk_openai, sdk_anthropic = adapters_body(request)
+        assert openai_body(request) == sdk_openai, "the OpenAI body differs from the adapter's"
+        assert anthropic_body(request) == sdk_anthropic, "the Anthropic body differs"
 
         def first(request: ModelRequest = request) -> None:
             """The first check of a session this long (a resumed one): all counted."""
-            meter = Meter(limits=BudgetLimits(tokens=10**9), price=Price(3, 15))
+            meter = Meter(limits=LIMITS, price=known_price("anthropic", MODEL))
             meter.start_run()
             meter.prepare(request)
 
-        repeat = 30 if size == 100_000 else 100
-        base = median_seconds(serialise, repeat=repeat)
-        cost = statistics.median(check() for _ in range(repeat))
-        whole = median_seconds(first, repeat=repeat)
+        serialise: dict[str, Callable[[], object]] = {
+            "OpenAI": lambda r=request: openai_dumps(openai_body(r)),
+            "Anthropic": lambda r=request: anthropic_dumps(anthropic_body(r)),
+        }
+        repeat = {1_000: 100, 10_000: 100, 100_000: 20, 1_000_000: 5}[size]
+        rounds = {1_000: 30, 10_000: 30, 100_000: 15, 1_000_000: 5}[size]
+        wires = {name: median_seconds(f, repeat=repeat, warmup=2) for name, f in serialise.items()}
+        base = min(wires.values())
+        timed = [batch(request, conversation) for _ in range(rounds)]
+        cost = statistics.median(t[0] for t in timed)
+        after = statistics.median(t[1] for t in timed)
+        whole = median_seconds(first, repeat=repeat, warmup=2)
         growth = ""
         if previous is not None:
             growth = f"; x{base / previous[0]:.1f} and x{cost / previous[1]:.1f} for x10 history"
         rows.append(
             (
                 f"{size:,} tokens ({len(conversation):,} messages)",
-                f"serialise {base * 1e3:.3f} ms, check per turn {cost * 1e6:.1f} us "
-                f"({cost / base:.2%}){growth}; first check of a resumed session "
-                f"{whole * 1e3:.3f} ms ({whole / base:.1%})",
+                "serialise "
+                + ", ".join(f"{name} {t * 1e3:.3f} ms" for name, t in wires.items())
+                + f"; check {cost * 1e6:.2f} us ({cost / base:.2%} of the smaller), "
+                f"settle after {after * 1e6:.2f} us (check + settle {(cost + after) / base:.2%})"
+                f"{growth}; first check of a resumed session {whole * 1e3:.3f} ms "
+                f"({whole / base:.1%})",
             )
         )
         previous = (base, cost)
     report("budget check before a request, against serialising it (median)", rows)
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def run_operation(operation: str, times: int) -> None:
+    """One process of `instructions`: the set-up, then `operation` `times` times."""
+    conversation = history(1_000)
+    request = ModelRequest(
+        model=MODEL,
+        system=SYSTEM,
+        messages=History(conversation),
+        tools=TOOLS,
+        settings=ModelSettings(max_tokens=64_000),
+    )
+    meters = [primed(request, conversation) for _ in range(2_000)]
+    if operation == "check":
+        for meter in meters[:times]:
+            meter.prepare(request, wanted=None)
+            meter.last_seconds_left  # noqa: B018
+    for _ in range(times if operation != "check" else 0):
+        if operation == "Anthropic":
+            anthropic_dumps(anthropic_body(request))
+        else:
+            openai_dumps(openai_body(request))
+
+
+def instructions() -> None:
+    """Instructions per operation: a run of N operations less a run of none."""
+
+    def count(operation: str, times: int) -> int:
+        done = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+             "--cachegrind-out-file=/dev/null", sys.executable,
+             __file__, "--run", operation, str(times)],
+            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
+            check=True,
+        )  # fmt: skip
+        refs = [line for line in done.stderr.splitlines() if "I   refs" in line]
+        return int(refs[-1].split()[-1].replace(",", ""))
+
+    each = {}
+    for operation, times in (("check", 2_000), ("Anthropic", 40), ("OpenAI", 40)):
+        each[operation] = (count(operation, times) - count(operation, 0)) / times
+    base = min(each["Anthropic"], each["OpenAI"])
+    report(
+        "budget check before a request at 1,000 tokens, instructions executed",
+        [(name, f"{value:12,.0f} ({value / base:.2%})") for name, value in each.items()],
+    )
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--run"]:
+        run_operation(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--instructions"]:
+        instructions()
+    else:
+        main()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,21 @@ class Price:
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
+    read: float = field(init=False, repr=False, compare=False)
+    """What a cache read costs (`cache_read`, else `input`)."""
+    write: float = field(init=False, repr=False, compare=False)
+    """What a cache write costs (`cache_write`, else `input`)."""
+    held: float = field(init=False, repr=False, compare=False)
+    """What a budget holds per input token not likely read from the cache: it may be
+    written to it, so the larger of `input` and `write`."""
+
+    def __post_init__(self) -> None:
+        # worked out once: a budget reads them before every request
+        read = self.input if self.cache_read is None else self.cache_read
+        write = self.input if self.cache_write is None else self.cache_write
+        object.__setattr__(self, "read", read)
+        object.__setattr__(self, "write", write)
+        object.__setattr__(self, "held", max(self.input, write))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Price:
@@ -79,14 +94,6 @@ class Price:
         if self.cache_write is not None:
             data["cache_write"] = self.cache_write
         return data
-
-    @property
-    def read(self) -> float:
-        return self.input if self.cache_read is None else self.cache_read
-
-    @property
-    def write(self) -> float:
-        return self.input if self.cache_write is None else self.cache_write
 
     def cost(self, usage: Usage) -> float:
         """What `usage` costs, in US dollars."""

@@ -65,37 +65,44 @@ def _shown(budget: str, value: float) -> str:
     return f"{int(value):,}"
 
 
+Held = tuple["BudgetPot", int, float, "BudgetStop | None", float | None]
+"""Room held for one request by `BudgetPot.hold`: the pot it was asked of (the room
+is held in every pot of its chain), tokens, dollars, the budget that lowered the
+reply's limit if one did (what it would read if spent), and the seconds left until
+the nearest deadline when it was held (None: no wall-time limit). A plain tuple: the
+runner holds room before every request."""
+
+
 @dataclass
 class Reservation:
-    """Room held in every pot of a chain while one request runs."""
+    """Room held in every pot of a chain while one request runs, settled or released
+    once (`BudgetPot.reserve`; the runner's meter keeps the bare `Held` instead)."""
 
-    pots: tuple[BudgetPot, ...]
-    tokens: int
-    cost: float
+    held: Held
     price: Price | None
     settled: bool = False
-    capped: BudgetStop | None = None
-    """The budget that lowered the reply's limit (what it would read if spent)."""
+
+    @property
+    def tokens(self) -> int:
+        return self.held[1]
+
+    @property
+    def capped(self) -> BudgetStop | None:
+        return self.held[3]
 
     def settle(self, usage: Usage) -> float:
         """Release the room and charge what `usage` really cost; returns the cost."""
         cost = self.price.cost(usage) if self.price is not None else 0.0
         if not self.settled:
             self.settled = True
-            for pot in self.pots:
-                pot.reserved_tokens -= self.tokens
-                pot.reserved_cost -= self.cost
-                pot.tokens += usage.input_tokens + usage.output_tokens
-                pot.cost += cost
+            self.held[0].let_go(self.held, usage, cost)
         return cost
 
     def release(self) -> None:
         """Give the room back unspent (the request failed before any usage)."""
         if not self.settled:
             self.settled = True
-            for pot in self.pots:
-                pot.reserved_tokens -= self.tokens
-                pot.reserved_cost -= self.cost
+            self.held[0].let_go(self.held)
 
 
 @dataclass
@@ -116,16 +123,28 @@ class BudgetPot:
     """Set when a request did not fit this pot's limit: it is spent for what needs it
     (an evaluation stops starting runs), even if a little is left."""
     started: float = field(init=False)
+    _chain: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
+    _timed: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
+    _counting: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+        # A pot's limits and parent never change once it exists, so the chain and the
+        # pots of it that some budget concerns are worked out once, not per request.
+        self._chain = (self, *self.parent._chain) if self.parent is not None else (self,)
+        self._timed = tuple(p for p in self._chain if p.limits.wall_time is not None)
+        self._counting = tuple(
+            p for p in self._chain if p.limits.tokens is not None or p.limits.cost_usd is not None
+        )
 
     def chain(self) -> Iterator[BudgetPot]:
         """This pot, then each one it draws from."""
-        pot: BudgetPot | None = self
-        while pot is not None:
-            yield pot
-            pot = pot.parent
+        return iter(self._chain)
+
+    @property
+    def counts_spending(self) -> bool:
+        """Some pot of the chain limits tokens or dollars."""
+        return bool(self._counting)
 
     def child(self, limits: BudgetLimits, scope: str) -> BudgetPot:
         """A pot for something this one pays for (a sub-agent's run, a task)."""
@@ -138,17 +157,21 @@ class BudgetPot:
 
     def seconds_left(self) -> float | None:
         """Until the nearest deadline of the chain (None: no wall-time limit)."""
-        left = [
-            pot.limits.wall_time - pot.elapsed()
-            for pot in self.chain()
-            if pot.limits.wall_time is not None
-        ]
-        return min(left) if left else None
+        timed = self._timed
+        if not timed:
+            return None
+        if len(timed) == 1:
+            pot = timed[0]
+            return pot.limits.wall_time - (pot.clock() - pot.started)  # type: ignore[operator]
+        return min(
+            pot.limits.wall_time - pot.elapsed()  # type: ignore[operator]
+            for pot in timed
+        )
 
     def out_of_time(self) -> BudgetStop | None:
-        for pot in self.chain():
-            limit = pot.limits.wall_time
-            if limit is not None and pot.elapsed() >= limit:
+        for pot in self._timed:
+            limit: float = pot.limits.wall_time  # type: ignore[assignment]
+            if pot.clock() - pot.started >= limit:
                 return BudgetStop("wall_time", limit, pot.elapsed(), pot.scope)
         return None
 
@@ -183,34 +206,77 @@ class BudgetPot:
         likely read from the prompt cache) and a reply of up to `wanted` tokens: a
         `Reservation` whose `tokens - estimate` is the reply's limit, or a `BudgetStop`
         when fewer than `minimum` reply tokens would fit."""
-        stop = self.out_of_time()
-        if stop is not None:
-            return stop
+        held = self.hold(estimate, price, wanted, minimum, cached)
+        return held if isinstance(held, BudgetStop) else Reservation(held, price)
+
+    def hold(
+        self, estimate: int, price: Price | None, wanted: int, minimum: int, cached: int = 0
+    ) -> Held | BudgetStop:
+        """`reserve`'s room as a bare `Held` (its tokens less `estimate` are the reply's
+        limit), to give back with `let_go`. The check before every request: it reads
+        the clock once, calls nothing on its common path and makes no object but the
+        tuple (bench/bench_budget.py)."""
+        left: float | None = None
+        for pot in self._timed:  # the deadlines: one clock reading each
+            limit: float = pot.limits.wall_time  # type: ignore[assignment]
+            pot_left = limit - (pot.clock() - pot.started)
+            if pot_left <= 0:  # exactly when the elapsed time has reached the limit
+                return BudgetStop("wall_time", limit, pot.elapsed(), pot.scope)
+            if left is None or pot_left < left:
+                left = pot_left
         output = wanted
         capped: BudgetStop | None = None
-        input_cost = _input_cost(estimate, cached, price)
-        for pot in self.chain():
+        input_cost = 0.0
+        if price is not None:
+            # `cached` tokens likely read from the prompt cache, the rest charged as
+            # cache writes where those cost more than plain input (`Price.held`)
+            if cached > estimate:
+                cached = estimate
+            elif cached < 0:
+                cached = 0
+            input_cost = _PER_TOKEN * (cached * price.read + (estimate - cached) * price.held)
+        for pot in self._counting:
             limits = pot.limits
             if limits.tokens is not None:
-                left = limits.tokens - pot.tokens - pot.reserved_tokens - estimate
-                if left < minimum:
+                room = limits.tokens - pot.tokens - pot.reserved_tokens - estimate
+                if room < minimum:
                     return pot.exhaust(BudgetStop("tokens", limits.tokens, pot.tokens, pot.scope))
-                if left < output:
-                    output, capped = left, BudgetStop("tokens", limits.tokens, 0, pot.scope)
+                if room < output:
+                    output, capped = room, BudgetStop("tokens", limits.tokens, 0, pot.scope)
             if limits.cost_usd is not None and price is not None:
-                money = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
-                left = math.floor(money / (price.output * _PER_TOKEN)) if price.output else output
-                if left < minimum:
-                    stop = BudgetStop("cost_usd", limits.cost_usd, pot.cost, pot.scope)
-                    return pot.exhaust(stop)
-                if left < output:
-                    output, capped = left, BudgetStop("cost_usd", limits.cost_usd, 0, pot.scope)
-        cost = input_cost + output * (price.output if price is not None else 0.0) * _PER_TOKEN
-        pots = tuple(self.chain())
-        for pot in pots:
-            pot.reserved_tokens += estimate + output
+                # the reply tokens the dollars left pay for; floor(x) < n exactly when
+                # x < n (n an integer), so the floor is taken only when it matters
+                replies = (
+                    (limits.cost_usd - pot.cost - pot.reserved_cost - input_cost)
+                    / (price.output * _PER_TOKEN)
+                    if price.output
+                    else output
+                )
+                if replies < minimum or replies < output:
+                    room = math.floor(replies)
+                    if room < minimum:
+                        stop = BudgetStop("cost_usd", limits.cost_usd, pot.cost, pot.scope)
+                        return pot.exhaust(stop)
+                    if room < output:
+                        output = room
+                        capped = BudgetStop("cost_usd", limits.cost_usd, 0, pot.scope)
+        cost = input_cost + output * price.output * _PER_TOKEN if price is not None else 0.0
+        tokens = estimate + output
+        for pot in self._chain:
+            pot.reserved_tokens += tokens
             pot.reserved_cost += cost
-        return Reservation(pots, estimate + output, cost, price, capped=capped)
+        return self, tokens, cost, capped, left
+
+    def let_go(self, held: Held, usage: Usage | None = None, cost: float = 0.0) -> None:
+        """Give `held` (held by this pot) back to every pot of the chain, and charge
+        them `usage` and `cost` when the request used some."""
+        tokens, reserved = held[1], held[2]
+        spent = usage.input_tokens + usage.output_tokens if usage is not None else 0
+        for pot in self._chain:
+            pot.reserved_tokens -= tokens
+            pot.reserved_cost -= reserved
+            pot.tokens += spent
+            pot.cost += cost
 
     def exhaust(self, stop: BudgetStop) -> BudgetStop:
         """Mark this pot spent: a request did not fit what is left of `stop`'s budget."""
@@ -224,7 +290,7 @@ class BudgetPot:
         stop = self.out_of_time()
         if stop is not None:
             return stop
-        pots = tuple(self.chain())
+        pots = self._chain
         for pot in pots:
             limit = pot.limits.tool_calls
             if limit is not None and pot.tool_calls >= limit:
@@ -256,13 +322,3 @@ class BudgetPot:
             "tool_calls": self.tool_calls,
         }
         return {"scope": self.scope, "limits": self.limits.to_dict(), "used": used}
-
-
-def _input_cost(estimate: int, cached: int, price: Price | None) -> float:
-    """The likely cost of `estimate` input tokens, `cached` of them cache reads and
-    the rest charged as cache writes where those cost more than plain input."""
-    if price is None:
-        return 0.0
-    cached = max(0, min(cached, estimate))
-    fresh = estimate - cached
-    return _PER_TOKEN * (cached * price.read + fresh * max(price.input, price.write))

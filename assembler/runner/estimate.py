@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from assembler.messages import (
     AssistantMessage,
@@ -58,18 +59,43 @@ class _SchemaSizes:
 _SCHEMAS = _SchemaSizes()
 
 
+def _text_chars(message: UserMessage | ContextMessage) -> int:
+    return len(message.content)
+
+
+def _result_chars(message: ToolResultMessage) -> int:
+    return len(message.content) + len(message.tool_call_id) + len(message.name)
+
+
+def _assistant_chars(message: AssistantMessage) -> int:
+    size = len(message.text)
+    for call in message.tool_calls:
+        size += len(call.id) + len(call.name) + _arguments_chars(call.raw_arguments, call)
+    for block in message.reasoning:
+        size += len(block.text) + len(block.data)
+    return size
+
+
+_SIZES: dict[type, Callable[[Any], int]] = {
+    UserMessage: _text_chars,
+    ContextMessage: _text_chars,
+    ToolResultMessage: _result_chars,
+    AssistantMessage: _assistant_chars,
+}
+"""The characters of a message, by its exact type (one dictionary look-up, where a
+chain of `isinstance` tests cost more than the rest of a check)."""
+
+
 def _message_chars(message: Message) -> int:
-    if isinstance(message, UserMessage | ContextMessage):
-        return len(message.content)
+    size = _SIZES.get(type(message))
+    if size is not None:
+        return size(message)
+    if isinstance(message, UserMessage | ContextMessage):  # a subclass: rare
+        return _text_chars(message)
     if isinstance(message, ToolResultMessage):
-        return len(message.content) + len(message.tool_call_id) + len(message.name)
+        return _result_chars(message)
     if isinstance(message, AssistantMessage):
-        size = len(message.text)
-        for call in message.tool_calls:
-            size += len(call.id) + len(call.name) + _arguments_chars(call.raw_arguments, call)
-        for block in message.reasoning:
-            size += len(block.text) + len(block.data)
-        return size
+        return _assistant_chars(message)
     return 0
 
 
@@ -84,49 +110,17 @@ def _chars(messages: Iterable[Message]) -> int:
     return sum(_message_chars(message) for message in messages)
 
 
-class _Prefix:
-    """The characters of a conversation list counted so far. The runner only appends
-    to its list (compaction binds a new one: see `History`), so a view of the same
-    list needs only its new messages counted: the check before a request stays as
-    cheap at message 500 as at message 5."""
-
-    def __init__(self) -> None:
-        self.source: list[Message] | None = None
-        self.counted = 0
-        self.chars = 0
-        self.tools: tuple[ToolSchema, ...] | None = None
-        self.tool_chars = 0
-
-    def tools_chars(self, tools: tuple[ToolSchema, ...]) -> int:
-        """The tool schemas' size, measured again only when the registry gave another
-        tuple of them."""
-        if tools is not self.tools:
-            self.tools, self.tool_chars = tools, sum(_SCHEMAS.size(tool) for tool in tools)
-        return self.tool_chars
-
-    def chars_of(self, view: History) -> int:
-        source, length = view.source, len(view)
-        if source is not self.source or length < self.counted:
-            self.source, self.counted, self.chars = source, 0, 0
-        if length > self.counted:
-            self.chars += _chars(source[self.counted : length])
-            self.counted = length
-        return self.chars
-
-
-def estimate_tokens(request: ModelRequest, prefix: _Prefix | None = None) -> int:
-    """The input tokens of `request`, estimated from its characters (`prefix`: what is
-    already counted of the runner's conversation, when the request is a view of it)."""
+def estimate_tokens(request: ModelRequest) -> int:
+    """The input tokens of `request`, estimated from its characters."""
     messages = request.messages
-    if prefix is not None:
-        chars = len(request.system) + prefix.tools_chars(request.tools)
-    else:
-        chars = len(request.system) + sum(_SCHEMAS.size(tool) for tool in request.tools)
-    if prefix is not None and isinstance(messages, History):
-        chars += prefix.chars_of(messages)
-    else:
-        chars += _chars(messages)
-    return math.ceil(chars / CHARS_PER_TOKEN + len(messages) * MESSAGE_OVERHEAD)
+    chars = len(request.system) + sum(_SCHEMAS.size(tool) for tool in request.tools)
+    chars += _chars(messages)
+    return _tokens(chars, len(messages))
+
+
+def _tokens(chars: int, messages: int) -> int:
+    """The ceiling of chars / CHARS_PER_TOKEN (in integers), plus the framing."""
+    return -(-chars // CHARS_PER_TOKEN) + messages * MESSAGE_OVERHEAD
 
 
 @dataclass
@@ -145,11 +139,49 @@ class Calibration:
     ratio: float = 1.0
     _raw: int = 0
     _reported: int = 0
-    _prefix: _Prefix = field(default_factory=_Prefix)
+    # What is counted of the runner's conversation list and of its tool schemas. The
+    # runner only appends to its list (compaction binds a new one: see `History`), so
+    # a view of the same list needs only its new messages counted, and the registry
+    # gives the same tuple of schemas until they change: the estimate before a
+    # request costs as little at message 5,000 as at message 5.
+    _source: list[Message] | None = field(default=None, repr=False)
+    _counted: int = 0
+    _chars: int = 0
+    _tools: tuple[ToolSchema, ...] | None = field(default=None, repr=False)
+    _tool_chars: int = 0
 
     def estimate(self, request: ModelRequest) -> tuple[int, int]:
         """(raw estimate, corrected estimate) of `request`'s input tokens."""
-        raw = estimate_tokens(request, self._prefix)
+        tools = request.tools
+        if tools is not self._tools:
+            self._tools, self._tool_chars = tools, sum(_SCHEMAS.size(tool) for tool in tools)
+        messages = request.messages
+        if type(messages) is History:
+            source, length = messages.source, messages.length
+            counted = self._counted
+            if source is not self._source or length < counted:
+                self._source, counted, self._chars = source, 0, 0
+            chars = self._chars
+            # the messages added since: those of a tool loop (a reply with calls and
+            # no reasoning, a tool's result) sized here, without a call each
+            for index in range(counted, length):
+                message = source[index]
+                if type(message) is ToolResultMessage:
+                    chars += len(message.content) + len(message.tool_call_id)
+                    chars += len(message.name)
+                elif type(message) is AssistantMessage and not message.reasoning:
+                    chars += len(message.text)
+                    for call in message.tool_calls:
+                        text = call.raw_arguments
+                        chars += len(call.id) + len(call.name)
+                        chars += len(text) if text else _arguments_chars(text, call)
+                else:
+                    chars += _message_chars(message)
+            self._chars, self._counted = chars, length
+        else:
+            length, chars = len(messages), _chars(messages)
+        chars += len(request.system) + self._tool_chars
+        raw = -(-chars // CHARS_PER_TOKEN) + length * MESSAGE_OVERHEAD  # as `_tokens` does
         if self._reported and raw >= self._raw:
             return raw, self._reported + math.ceil((raw - self._raw) * self.ratio)
         return raw, math.ceil(raw * self.ratio)

@@ -18,7 +18,7 @@ from typing import Any
 from assembler.budgets import BudgetLimits
 from assembler.messages import ModelRequest, Usage
 from assembler.pricing import Price
-from assembler.runner.budget import BudgetPot, BudgetStop, Reservation
+from assembler.runner.budget import BudgetPot, BudgetStop, Held
 from assembler.runner.cuts import CUT_REASONS
 from assembler.runner.estimate import Calibration
 from assembler.runner.prefix import PrefixWatch
@@ -34,10 +34,6 @@ UNKNOWN_REPLY = 8192
 gives a limit: the whole budget held for one reply would starve every other request
 drawing from the same pot (sub-agents, an evaluation's runs side by side)."""
 _UNLIMITED = 1 << 40
-
-
-def _counts_spending(pot: BudgetPot) -> bool:
-    return any(p.limits.tokens is not None or p.limits.cost_usd is not None for p in pot.chain())
 
 
 class BudgetExhausted(Exception):
@@ -80,6 +76,13 @@ class Meter:
         self.prefix = PrefixWatch()
         self.notes: list[str] = []
         """Warnings for the user (a prefix the cache cannot serve), taken by the loop."""
+        self.last_seconds_left: float | None = None
+        """The seconds left until the nearest deadline when the latest request was
+        checked (None: no wall-time limit): the request's stream may take that long."""
+        self._held: Held | None = None
+        """Room held for the latest request, until it is settled or released."""
+        self._older: list[Held] = []
+        """Room held for earlier requests still open (none, in a runner's loop)."""
 
     def start_run(self) -> BudgetPot:
         """A new pot for a run (drawing from the parent's, when there is one)."""
@@ -91,11 +94,14 @@ class Meter:
 
     def prepare(
         self, request: ModelRequest, *, wanted: int | None = None
-    ) -> tuple[ModelRequest, Reservation | None, int]:
+    ) -> tuple[ModelRequest, Held | None, int]:
         """`request` with its `max_tokens` lowered to what budgets and the context
-        window leave, its reservation, and the raw input estimate; `BudgetExhausted`
-        when not even a minimal reply fits. `wanted` asks for a larger reply than the
-        settings (a retry after a cut)."""
+        window leave, the room held for it (to `settle` or `release`), and the raw
+        input estimate; `BudgetExhausted` when not even a minimal reply fits. `wanted`
+        asks for a larger reply than the settings (a retry after a cut).
+
+        This runs before every request, so it calls little and makes no object but
+        tuples; bench/bench_budget.py measures it against serialising the request."""
         raw, estimate = self.calibration.estimate(request)
         self.last_estimate = estimate
         note = self.prefix.check(request)
@@ -103,42 +109,63 @@ class Meter:
             self.notes.append(note)
         settings = request.settings
         asked = wanted or settings.max_tokens
+        pot = self.pot
         # without a limit of its own, a request gets one only when a budget counts it
         # (the server's default otherwise: it may be below the context window's room)
-        bounded = bool(asked) or (self.pot is not None and _counts_spending(self.pot))
+        bounded = True if asked else pot is not None and pot.counts_spending
         limit = asked or (UNKNOWN_REPLY if bounded else _UNLIMITED)
         room = (self.context_window or 0) - estimate
-        if bounded and room >= MIN_REPLY:
-            limit = min(limit, room)
-        minimum = MIN_REPLY + (THINKING_MINIMUM if settings.thinking_budget else 0)
-        reservation: Reservation | None = None
-        self.last_capped = None
-        if self.pot is not None:
-            held = self.pot.reserve(
-                estimate, self.price, wanted=limit, minimum=minimum, cached=self.last_input
-            )
-            if isinstance(held, BudgetStop):
-                raise BudgetExhausted(held)
-            reservation = held
-            limit = held.tokens - estimate
-            self.last_capped = held.capped
+        if bounded and MIN_REPLY <= room < limit:
+            limit = room
+        minimum = MIN_REPLY + THINKING_MINIMUM if settings.thinking_budget else MIN_REPLY
+        held: Held | None = None
+        if pot is not None:
+            taken = pot.hold(estimate, self.price, limit, minimum, self.last_input)
+            if isinstance(taken, BudgetStop):
+                self.last_capped = None
+                raise BudgetExhausted(taken)
+            if self._held is not None:
+                self._older.append(self._held)
+            self._held = held = taken
+            limit = taken[1] - estimate
+            self.last_capped = taken[3]
+            self.last_seconds_left = taken[4]
+        else:
+            self.last_capped = self.last_seconds_left = None
         max_tokens = limit if bounded else None
         self.last_max_tokens = max_tokens
         if max_tokens != settings.max_tokens:
             request = replace(request, settings=replace(settings, max_tokens=max_tokens))
-        return request, reservation, raw
+        return request, held, raw
 
-    def settle(self, reservation: Reservation | None, usage: Usage, raw_estimate: int) -> float:
-        """Price `usage`, release the reservation, learn from the reported input."""
-        if reservation is not None:
-            cost = reservation.settle(usage)
-        else:
-            cost = self.price.cost(usage) if self.price is not None else 0.0
+    def settle(self, held: Held | None, usage: Usage, raw_estimate: int) -> float:
+        """Price `usage`, give back the room `held` for it (charging what it cost, once),
+        learn from the reported input."""
+        cost = self.price.cost(usage) if self.price is not None else 0.0
+        if held is not None and self._close(held):
+            held[0].let_go(held, usage, cost)
         self.cost += cost
         self.calibration.learn(raw_estimate, usage.input_tokens)
         if usage.input_tokens:
             self.last_input = usage.input_tokens
         return cost
+
+    def release(self, held: Held | None) -> None:
+        """Give back the room `held` unspent (the request failed before any usage);
+        nothing when it was settled or released already."""
+        if held is not None and self._close(held):
+            held[0].let_go(held)
+
+    def _close(self, held: Held) -> bool:
+        """Whether `held` was still open (now closed): room is given back only once."""
+        if held is self._held:
+            self._held = None
+            return True
+        for index, one in enumerate(self._older):
+            if one is held:
+                del self._older[index]
+                return True
+        return False
 
     def charge(self, usage: Usage) -> float:
         """Price and count spending that had no reservation (a compaction summary)."""

@@ -5,7 +5,8 @@ per-turn part (`ModelRequest.system_stable`). When either changes from one reque
 the next (an extension that rewrites the prompt each turn, a date in a template, a
 tool set that changes), every request pays its whole prompt again. `PrefixWatch`
 compares each request's prefix with the previous one's and says so, once per runner:
-the cost of one string comparison per request.
+the cost of one string comparison per request, and of none while the prompt and the
+tool tuple are the very objects of the previous request.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ class PrefixWatch:
     def __init__(self) -> None:
         self._system: str | None = None
         self._tools: tuple[ToolSchema, ...] | None = None
+        self._whole: str | None = None
+        self._stable: int | None = None
         self.warned = False
 
     def check(self, request: ModelRequest) -> str | None:
         """A warning the first time the tools or the stable system prompt differ from
         the previous request's; None otherwise."""
-        stable = request.system_stable
-        system = request.system if stable is None else request.system[:stable]
-        tools = request.tools
+        whole, stable, tools = request.system, request.system_stable, request.tools
+        if whole is self._whole and tools is self._tools and stable == self._stable:
+            return None  # the very objects of the previous request: nothing to compare
+        self._whole, self._stable = whole, stable
+        system = whole if stable is None else whole[:stable]
         changed = ""
         if self._system is not None and system != self._system:
             changed = "the system prompt before its per-turn part"

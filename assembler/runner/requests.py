@@ -116,7 +116,7 @@ class ModelRequests:
         if self.recorder is not None:
             self.recorder.request(system, request.tools)
         done = None
-        left = self.meter.seconds_left()
+        left = self.meter.last_seconds_left  # read when the budgets were checked
         try:
             async with asyncio.timeout(left):
                 async for event in self.provider.stream(request):
@@ -132,8 +132,8 @@ class ModelRequests:
                 raise
             raise BudgetExhausted(stop) from e
         finally:
-            if reservation is not None and done is None:
-                reservation.release()
+            if done is None:
+                self.meter.release(reservation)
         if done is None:
             self._cost_of_last = 0.0
             yield ResponseDone(AssistantMessage(), Usage(), "empty")
