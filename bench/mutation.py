@@ -4,6 +4,7 @@
     python bench/mutation.py renderer codec       # modules by file name or path
     python bench/mutation.py --sample 12 codec    # a fixed sample (what CI runs)
     python bench/mutation.py --list renderer      # the mutants, without running them
+    python bench/mutation.py --rerun LOG bash     # only the survivors an earlier run printed
 
 For each module it prints the mutants, how many the tests killed, the score over the
 non-equivalent ones, and every survivor as `file:line: before -> after`. The list of
@@ -96,6 +97,7 @@ CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
 the tests that kill them quickest (the full run uses MODULES)."""
 
 EQUIVALENTS_FILE = REPO / "docs" / "testing.md"
+_SURVIVOR = re.compile(r"^  SURVIVED \([^)]*\) (?P<ident>.*?)  \[[^\]]*\]$")
 _ENTRY = re.compile(
     r"^- ``(?P<path>[^`]+)`` ``(?P<scope>[^`]+)``: "
     r"``\s?(?P<before>.*?)\s?`` -> ``\s?(?P<after>.*?)\s?``: (?P<why>\S.*)$"
@@ -127,6 +129,12 @@ def equivalents(text: str | None = None) -> dict[tuple[str, str, str, str], Equi
             entry = Equivalent(**match.groupdict())
             found[entry.key] = entry
     return found
+
+
+def survivors_in(log: str) -> set[str]:
+    """The mutants an earlier run printed as survivors (its output, saved to a file):
+    after writing pins, run only those again instead of the whole module."""
+    return {m["ident"] for m in map(_SURVIVOR.match, log.splitlines()) if m}
 
 
 def resolve(names: Sequence[str]) -> list[str]:
@@ -161,6 +169,8 @@ def run(
         size, tests = CI_SAMPLE[path]
     if size:
         candidates = sample(candidates, size, args.seed)
+    if args.rerun is not None:
+        candidates = [m for m in candidates if m.ident in args.rerun]
     if args.list:
         for mutant in candidates:
             print(f"  {mutant.ident}  [{mutant.kind}, {mutant.scope}]")
@@ -205,6 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--fail-under", type=float, default=90.0, help="score (%%) a module must reach"
     )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument(
+        "--rerun",
+        type=lambda name: survivors_in(Path(name).read_text(encoding="utf-8")),
+        help="run only the mutants an earlier run's output (this file) lists as survivors",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print each mutant's outcome")
     args = parser.parse_args(argv)
     os.chdir(REPO)

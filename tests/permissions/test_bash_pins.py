@@ -1,0 +1,134 @@
+"""Pins for the bash line reader (`permissions/bash.py`), decided end to end by a real
+policy: how deep `bash -c` strings are followed, the length past which a line is not
+read, the commands `find` runs, a program named by its path, and the words of the
+question a user is asked about a line nobody can check.
+
+Each was a mutant of `bash.py` no test noticed (issue 28, round 3).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from assembler.manifest.model import PermissionsSpec
+from assembler.permissions import PermissionPolicy
+from assembler.permissions.bash import MAX_LENGTH, MAX_NESTING
+from assembler.permissions.policy import Decision
+
+DENY_RM = PermissionsSpec(default="allow", deny=("bash(rm *)",))
+
+
+def decide(workspace: Path, command: str, spec: PermissionsSpec = DENY_RM) -> Decision:
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace)
+    return policy.decide("bash", {"command": command}, None)
+
+
+def nested(command: str, levels: int) -> str:
+    for _ in range(levels):
+        command = "bash -c " + shlex.quote(command)
+    return command
+
+
+def test_a_deny_rule_is_applied_inside_command_strings_up_to_the_nesting_limit(
+    tmp_path: Path,
+) -> None:
+    assert MAX_NESTING == 4  # the documented limit; the lines below are built on it
+    deepest = decide(tmp_path, nested("rm x", MAX_NESTING))
+    assert (deepest.verdict, deepest.rule) == ("deny", "bash(rm *)")
+    assert decide(tmp_path, nested("echo x", MAX_NESTING)).verdict == "allow"
+
+
+def test_a_command_string_nested_past_the_limit_is_asked_about_not_allowed(
+    tmp_path: Path,
+) -> None:
+    for inner in ("rm x", "echo x"):
+        decision = decide(tmp_path, nested(inner, MAX_NESTING + 1))
+        assert decision.verdict == "ask", inner
+        assert "command strings nested too deeply" in decision.reason
+        assert "cannot be checked against `bash(rm *)`" in decision.reason
+
+
+def test_a_line_with_a_nul_character_is_asked_about_and_says_why(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "echo a\x00b")
+    assert decision.verdict == "ask"
+    assert "(the command contains a NUL character)" in decision.reason
+
+
+def test_a_line_up_to_the_length_limit_is_read_and_a_longer_one_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    longest = "echo " + "a" * (MAX_LENGTH - len("echo "))
+    assert len(longest) == 256 * 1024
+    assert decide(tmp_path, longest).verdict == "allow"
+    decision = decide(tmp_path, longest + "a")
+    assert decision.verdict == "ask"
+    assert "(not verifiable: longer than 256 KiB)" in decision.reason
+    assert decide(tmp_path, longest[:-10] + "; rm x").verdict == "deny"
+
+
+def test_a_long_line_that_is_not_cached_is_still_read(tmp_path: Path) -> None:
+    command = "echo " + "a" * 20_000 + "; rm x"
+    assert decide(tmp_path, command).verdict == "deny"
+    assert decide(tmp_path, command[: -len("; rm x")]).verdict == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -execdir rm {} +",
+        "find . -ok rm {} \\;",
+        "find . -okdir rm {} \\;",
+        "find . -exec rm \\;",
+        "find . -exec rm {}",  # no terminator: find refuses, the rule still denies
+        # the command after the first `-exec ... ;` is a command too
+        "find . -exec echo a {} \\; -exec rm {} \\;",
+        "find . -exec echo a {} + -exec rm {} +",
+        "/usr/bin/find . -name '*.o' -exec rm -f {} +",
+    ],
+)
+def test_a_deny_rule_denies_what_find_runs(tmp_path: Path, command: str) -> None:
+    decision = decide(tmp_path, command)
+    assert (decision.verdict, decision.rule) == ("deny", "bash(rm *)"), command
+
+
+@pytest.mark.parametrize("command", ["grep -exec rm x", "echo -execdir rm {} \\;"])
+def test_exec_words_of_a_program_other_than_find_run_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    assert decide(tmp_path, command).verdict == "allow"
+
+
+def test_a_program_named_by_its_path_is_denied_with_its_arguments(tmp_path: Path) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(rm -rf *)",))
+    for command in ("/bin/rm -rf /", "/usr/bin/rm -rf x", "./rm -rf x"):
+        decision = decide(tmp_path, command, spec)
+        assert (decision.verdict, decision.rule) == ("deny", "bash(rm -rf *)"), command
+    assert decide(tmp_path, "/bin/rm -i x", spec).verdict == "allow"
+
+
+ASK_ONLY = PermissionsSpec(default="ask", allow=("bash(git status)",))
+
+
+def test_the_question_about_an_unverifiable_line_says_why(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "[[ -f a ]]", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "(not verifiable: `[[` is not modeled)" in decision.reason
+
+
+def test_the_question_about_two_readings_names_the_commands_they_disagree_on(
+    tmp_path: Path,
+) -> None:
+    # a continuation inside the command name: bash reads `rm`, tree-sitter does not
+    decision = decide(tmp_path, "r\\\nm x", ASK_ONLY)
+    assert decision.verdict == "ask"
+    found = re.search(
+        r"not verifiable: two readings of the line disagree about the commands it runs "
+        r"\((`[a-z]+`(?:, `[a-z]+`)*)\)",
+        decision.reason,
+    )
+    assert found is not None, decision.reason
+    assert "`rm`" in found.group(1).split(", ")
