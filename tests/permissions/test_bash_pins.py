@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,9 @@ from assembler.permissions import PermissionPolicy
 from assembler.permissions.bash import MAX_LENGTH, MAX_NESTING
 from assembler.permissions.policy import Decision
 
+needs_bash = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or shutil.which("bash") is None, reason="real bash"
+)
 DENY_RM = PermissionsSpec(default="allow", deny=("bash(rm *)",))
 
 
@@ -96,9 +102,7 @@ def test_a_deny_rule_denies_what_find_runs(tmp_path: Path, command: str) -> None
 
 
 @pytest.mark.parametrize("command", ["grep -exec rm x", "echo -execdir rm {} \\;"])
-def test_exec_words_of_a_program_other_than_find_run_nothing(
-    tmp_path: Path, command: str
-) -> None:
+def test_exec_words_of_a_program_other_than_find_run_nothing(tmp_path: Path, command: str) -> None:
     assert decide(tmp_path, command).verdict == "allow"
 
 
@@ -132,3 +136,70 @@ def test_the_question_about_two_readings_names_the_commands_they_disagree_on(
     )
     assert found is not None, decision.reason
     assert "`rm`" in found.group(1).split(", ")
+
+
+PROCESS_SUBSTITUTIONS = ["echo 2>\\\n(true)", "echo 2\\\n>(true)", "cat <\\\n(true)"]
+
+
+@pytest.mark.parametrize("command", PROCESS_SUBSTITUTIONS)
+def test_a_process_substitution_split_by_a_continuation_is_seen(
+    tmp_path: Path, command: str
+) -> None:
+    deny_true = PermissionsSpec(default="allow", deny=("bash(true)",))
+    assert decide(tmp_path, command, deny_true).verdict == "deny"
+    allow = PermissionsSpec(default="ask", allow=("bash(echo *)", "bash(cat *)", "bash(true)"))
+    assert decide(tmp_path, command, allow).verdict == "allow"
+
+
+@needs_bash
+@pytest.mark.parametrize("command", PROCESS_SUBSTITUTIONS)
+def test_real_bash_runs_the_process_substitution_after_a_continuation(
+    tmp_path: Path, command: str
+) -> None:
+    done = subprocess.run(
+        ["bash", "-xc", command],
+        check=False,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert re.search(r"^\++ true$", done.stderr, re.MULTILINE), done.stderr
+    assert "/dev/fd/" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["echo $(", "(", "echo $\\\n(", "(\\\n"])
+def test_a_line_ending_inside_a_construct_is_asked_about(tmp_path: Path, command: str) -> None:
+    decision = decide(tmp_path, command, ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "not verifiable: the line ends inside a construct" in decision.reason
+
+
+HALF_READ = "tou\\\nch marker; [[ -f a ]]"
+"""Unverifiable at `[[`, after a command tree-sitter reads differently (`tou`, `ch`)."""
+
+
+def test_a_command_read_before_the_line_turned_unverifiable_is_still_denied(
+    tmp_path: Path,
+) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(touch *)",))
+    decision = decide(tmp_path, HALF_READ, spec)
+    assert (decision.verdict, decision.rule) == ("deny", "bash(touch *)")
+
+
+@needs_bash
+def test_real_bash_runs_the_command_before_the_unverifiable_part(tmp_path: Path) -> None:
+    subprocess.run(
+        ["bash", "-c", HALF_READ], cwd=tmp_path, stdin=subprocess.DEVNULL, check=False, timeout=30
+    )
+    assert (tmp_path / "marker").exists()
+
+
+def test_a_program_in_a_directory_known_only_when_it_runs_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    # a deny rule decides what it can see; `$DIR/rm` could be any program: the user is asked
+    decision = decide(tmp_path, "$DIR/rm x")
+    assert decision.verdict == "ask"
+    assert "cannot be checked against `bash(rm *)`" in decision.reason
