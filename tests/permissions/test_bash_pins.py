@@ -203,3 +203,66 @@ def test_a_program_in_a_directory_known_only_when_it_runs_is_asked_about(
     decision = decide(tmp_path, "$DIR/rm x")
     assert decision.verdict == "ask"
     assert "cannot be checked against `bash(rm *)`" in decision.reason
+
+
+MODELED_RULES = PermissionsSpec(
+    default="ask",
+    allow=(
+        "bash(printf *)", "bash(test *)", "bash([ *)", "bash(cd *)", "bash(pwd)",
+        "bash(false)", "bash(type *)", "bash(echo *)", "bash(nice *)",
+    ),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '%s\\n' hi",
+        "printf -- x",
+        "printf -- -v",  # after `--`, `-v` is the format, not the option
+        "test -f x",
+        "[ -f x ]",
+        "cd src",
+        "pwd",
+        "false",
+        "type git",
+        "builtin echo hi",
+    ],
+)
+def test_a_builtin_whose_arguments_are_data_is_allowed_by_its_rule(
+    tmp_path: Path, command: str
+) -> None:
+    decision = decide(tmp_path, command, MODELED_RULES)
+    assert decision.verdict == "allow", (command, decision.reason)
+
+
+def test_exec_of_an_allowed_program_is_allowed_under_default_allow(tmp_path: Path) -> None:
+    spec = PermissionsSpec(default="allow", deny=("bash(rm *)",))
+    assert decide(tmp_path, "exec echo hi", spec).verdict == "allow"
+    assert decide(tmp_path, "exec rm x", spec).verdict == "deny"
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("printf -v x y", "`printf` with an option"),
+        ("printf $f", "`printf` with an option"),  # the format could be `-v`
+        ("printf -x", "`printf` with an option"),
+        ("test -v x", "`test` with `-v`, `-R` or an expansion"),
+        ("[ -R x ]", "`[` with `-v`, `-R` or an expansion"),
+        ("test $x = y", "`test` with `-v`, `-R` or an expansion"),
+        ("test -e -v", "`test` with `-v`, `-R` or an expansion"),
+        ("read x", "`read` is a shell builtin whose arguments are not modeled"),
+        # `nice` runs the program `read`; where that is a script running the builtin
+        # (`/usr/bin/read` on some systems), its subscript is evaluated as code
+        ("nice read 'a[$(rm x)]'", "`read` is a shell builtin whose arguments are not modeled"),
+        ("nice -n 1 read x", "`read` is a shell builtin whose arguments are not modeled"),
+    ],
+)
+def test_a_builtin_that_can_evaluate_its_arguments_is_asked_about(
+    tmp_path: Path, command: str, why: str
+) -> None:
+    for spec in (MODELED_RULES, DENY_RM):
+        decision = decide(tmp_path, command, spec)
+        assert decision.verdict == "ask", (command, decision.reason)
+        assert why in decision.reason, decision.reason
