@@ -266,3 +266,31 @@ def test_a_builtin_that_can_evaluate_its_arguments_is_asked_about(
         decision = decide(tmp_path, command, spec)
         assert decision.verdict == "ask", (command, decision.reason)
         assert why in decision.reason, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("export A=1; echo hi", "`export` is a shell builtin whose arguments are not modeled"),
+        ("declare x=1", "`declare` is a shell builtin whose arguments are not modeled"),
+        ("local a", "`local` is a shell builtin whose arguments are not modeled"),
+        ("readonly a=1", "`readonly` is a shell builtin whose arguments are not modeled"),
+    ],
+)
+def test_a_declaration_is_asked_about_for_what_it_is_not_as_a_disagreement(
+    tmp_path: Path, command: str, why: str
+) -> None:
+    # tree-sitter reads these as declarations, not commands: the two readings agree
+    decision = decide(tmp_path, command, ASK_ONLY)
+    assert decision.reason == (
+        f"no rule can allow this line ({why} (it can set variables or evaluate text as "
+        "code)); the default is ask"
+    )
+
+
+def test_a_brace_expansion_as_a_name_is_asked_about_as_unknown(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "{git,status}", ASK_ONLY)
+    assert decision.reason == (
+        "no rule can allow this line (the command name is only known when it runs); "
+        "the default is ask"
+    )
