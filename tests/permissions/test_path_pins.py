@@ -32,6 +32,7 @@ def verdict(workspace: Path, spec: PermissionsSpec, tool: str, **arguments: str)
         ("te**st.txt", "te-x-st.txt", True),
         ("te**st.txt", "te/st.txt", False),
         ("te**st.txt", "tex.txt", False),
+        ("te**st.txt", "tet.txt", False),
         ("logs**", "logs-old", True),
         ("config.?nv", "config.env", True),
         ("config.?nv", "config.nv", False),
@@ -44,6 +45,8 @@ def verdict(workspace: Path, spec: PermissionsSpec, tool: str, **arguments: str)
         ("file[12].txt", "file3.txt", False),
         ("file[12].txt", "file[.txt", False),
         ("file[12].txt", "file\\.txt", False),
+        ("a[\\b].txt", "a\\.txt", True),  # a backslash in a class is itself
+        ("a[\\b].txt", "ab.txt", True),
         ("data[1.txt", "data[1.txt", True),  # an unclosed `[` is a plain character
         ("data[1.txt", "data1.txt", False),
         ("src//secret.txt", "src/secret.txt", True),  # written as a path is normalised
@@ -111,3 +114,13 @@ def test_a_pattern_with_dot_dot_is_a_warning_that_it_never_matches(tmp_path: Pat
         "`edit(src/../secret.txt)` can never match: paths are matched after `..` is resolved, "
         "so a pattern with `..` never matches [permissions.deny[0]]"
     ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "denied"), [("*", False), ("?", False), (".", True), ("**", True)]
+)
+def test_the_workspace_root_is_matched_by_dot_and_double_star_not_by_a_name_pattern(
+    tmp_path: Path, pattern: str, denied: bool
+) -> None:
+    spec = PermissionsSpec(default="allow", deny=(f"ls({pattern})",))
+    assert (verdict(tmp_path, spec, "ls", path=".") == "deny") is denied
