@@ -124,3 +124,19 @@ def test_the_workspace_root_is_matched_by_dot_and_double_star_not_by_a_name_patt
 ) -> None:
     spec = PermissionsSpec(default="allow", deny=(f"ls({pattern})",))
     assert (verdict(tmp_path, spec, "ls", path=".") == "deny") is denied
+
+
+def test_a_directory_rule_inside_a_wider_deny_is_a_warning_that_it_never_applies(
+    tmp_path: Path,
+) -> None:
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        "version: 1\nname: demo\nidentity: x\n"
+        'permissions:\n  allow: ["edit(src/)"]\n  deny: ["edit(src/**)"]\n',
+        "utf-8",
+    )
+    lines = [issue.format() for issue in validate_file(manifest).issues]
+    assert [line.split(": warning: ")[1] for line in lines] == [
+        "`edit(src/)` never applies: `edit(src/**)` in `deny` (permissions.deny[0]) matches "
+        "the same calls first [permissions.allow[0]]"
+    ]
