@@ -87,7 +87,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/security/test_guard_writes.py",  # `reload` asks again
     ),
     "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py",),
-    "assembler/sandbox/policy.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_runtime.py"),
+    "assembler/sandbox/policy.py": (
+        "tests/sandbox/test_spec.py",
+        "tests/sandbox/test_runtime.py",
+        "tests/sandbox/test_policy_pins.py",
+    ),
 }
 """Module -> the tests that exercise it. One line per module."""
 
