@@ -86,7 +86,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/agent/test_subagents.py",
         "tests/security/test_guard_writes.py",  # `reload` asks again
     ),
-    "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py",),
+    "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_spec_pins.py"),
     "assembler/sandbox/policy.py": (
         "tests/sandbox/test_spec.py",
         "tests/sandbox/test_runtime.py",
