@@ -158,3 +158,13 @@ def test_a_child_keeps_the_parents_relative_hidden_paths_where_the_parent_meant_
     grandchild, _ = for_child(inherited, tmp_path / "child", spec(), tmp_path / "g")
     assert grandchild is not None
     assert grandchild.hidden[0] == os.path.join(tmp_path, "lead", "secrets")
+
+
+def test_a_child_under_an_unconfined_part_of_its_parent_may_confine_itself(
+    tmp_path: Path,
+) -> None:
+    # the parent confines the network only: any file system block narrows `off`
+    assert widening(tmp_path, {"filesystem": "off", "network": "off"}, {"network": "off"}) == []
+    # the parent confines files only: any network block narrows `on`
+    child = {**ALLOW, "allow_hosts": ["pypi.org"]}
+    assert widening(tmp_path, {"network": "on"}, child) == []
