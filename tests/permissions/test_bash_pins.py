@@ -138,7 +138,12 @@ def test_the_question_about_two_readings_names_the_commands_they_disagree_on(
     assert "`rm`" in found.group(1).split(", ")
 
 
-PROCESS_SUBSTITUTIONS = ["echo 2>\\\n(true)", "echo 2\\\n>(true)", "cat <\\\n(true)"]
+PROCESS_SUBSTITUTIONS = [
+    "echo 2>(true)",  # `2>(` is a word `2` and a process substitution, not a redirection
+    "echo 2>\\\n(true)",
+    "echo 2\\\n>(true)",
+    "cat <\\\n(true)",
+]
 
 
 @pytest.mark.parametrize("command", PROCESS_SUBSTITUTIONS)
@@ -294,3 +299,43 @@ def test_a_brace_expansion_as_a_name_is_asked_about_as_unknown(tmp_path: Path) -
         "no rule can allow this line (the command name is only known when it runs); "
         "the default is ask"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status >/dev/stdout",
+        "git status 2>/dev/stderr",
+        "git status </dev/stdin",
+        "git status </dev/null",
+        "(git status) 2>/dev/null",
+        "{ git status; } >/dev/null 2>&1",
+    ],
+)
+def test_a_redirection_to_a_standard_stream_is_allowed_with_the_command(
+    tmp_path: Path, command: str
+) -> None:
+    decision = decide(tmp_path, command, ASK_ONLY)
+    assert (decision.verdict, decision.rule) == ("allow", "bash(git status)"), decision.reason
+
+
+@pytest.mark.parametrize("command", ["git status >/dev/stdin", "(git status) 2>notes.txt"])
+def test_a_redirection_that_writes_a_file_is_asked_about(tmp_path: Path, command: str) -> None:
+    decision = decide(tmp_path, command, ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "touches a file" in decision.reason
+
+
+def test_a_word_after_a_compound_command_is_named_in_the_question(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "(git status) x", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "not verifiable: unexpected `x` after a command" in decision.reason
+
+
+def test_a_line_break_inside_a_substitution_with_a_pending_here_document_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    # where bash reads the here-document's body then is a known ambiguity
+    decision = decide(tmp_path, "cat <<EOF $(echo a\necho b)\nbody\nEOF\n", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "a line break inside `$(...)` while a here-document is pending" in decision.reason
