@@ -33,6 +33,7 @@ def stdio(command: str, args: list[str], env: str = "") -> str:
 
 def test_the_question_names_the_project_script_a_server_argument_runs(tmp_path: Path) -> None:
     (tmp_path / "server.py").write_text("print('serving')\n")
+    (tmp_path / "-u").write_text("")  # a file named like the option is still an option
     outside = tmp_path.parent / f"{tmp_path.name}-elsewhere.py"
     outside.write_text("")
     try:
