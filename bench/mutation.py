@@ -113,6 +113,12 @@ CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
     "assembler/permissions/wrappers.py": (8, (f"{_PERMS}bash_rules.py",)),
     "assembler/permissions/policy.py": (8, (f"{_PERMS}policy.py",)),
     "assembler/trust.py": (8, ("tests/trust",)),
+    "assembler/permissions/bash.py": (6, (f"{_PERMS}bash_pins.py", f"{_PERMS}bash_rules.py")),
+    "assembler/permissions/path_patterns.py": (
+        6,
+        (f"{_PERMS}path_pins.py", f"{_PERMS}path_rules.py"),
+    ),
+    "assembler/trust_files.py": (6, ("tests/trust/test_trust_files_pins.py",)),
 }
 """What `tests/mutation` runs in CI: a fixed sample of mutants per module, against
 the tests that kill them quickest (the full run uses MODULES)."""

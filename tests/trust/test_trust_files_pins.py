@@ -122,3 +122,21 @@ def test_a_replay_too_large_to_read_is_taken_as_code(tmp_path: Path) -> None:
         "replay script other.yaml (cannot be read to check its tool calls: it is "
         "16,777,217 bytes; at most 16,777,216 are allowed)"
     ]
+
+
+def test_a_program_found_through_a_path_the_manifest_sets_is_its_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    tools = tmp_path / "tools"  # outside the project
+    tools.mkdir()
+    program = tools / "serve-mcp"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    body = stdio("serve-mcp", [], env=f"        env:\n          PATH: {tools}\n")
+    monkeypatch.setenv("PATH", os.defpath)
+    assert code_of(project, body)[-1].endswith("runs ../tools/serve-mcp")
+    # a directory on the user's own PATH holds what the user would run anyway
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.defpath}")
+    assert not any("runs" in line for line in code_of(project, body))
