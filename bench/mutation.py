@@ -82,10 +82,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     "assembler/trust.py": _TRUST,
     "assembler/trust_files.py": _TRUST,
     "assembler/agent/trusting.py": (
-        *_TRUST,
+        # not test_trust_bypasses.py: it imports a project module `helpers` that the
+        # reload tests below would then find shadowing theirs (one process runs them all)
+        "tests/trust",
+        "tests/security/test_trust_tree.py",
         "tests/agent/test_subagents.py",
-        # `reload` asks again (node ids: the file's other tests import a project module
-        # named `helpers`, which an earlier trust test already imported in this process)
+        # `reload` asks again (node ids: the file's other tests import `helpers` too)
         *(
             f"tests/security/test_guard_writes.py::test_{name}"
             for name in (
