@@ -95,6 +95,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                 "reload_asks_again_with_the_question_the_agent_was_built_with",
                 "a_yes_to_the_reload_question_loads_the_change_and_becomes_the_decision",
                 "a_refused_reload_says_what_was_not_covered_and_what_to_do",
+                "a_reload_with_trust_false_refuses_without_asking",
             )
         ),
     ),

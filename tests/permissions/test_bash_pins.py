@@ -339,3 +339,29 @@ def test_a_line_break_inside_a_substitution_with_a_pending_here_document_is_aske
     decision = decide(tmp_path, "cat <<EOF $(echo a\necho b)\nbody\nEOF\n", ASK_ONLY)
     assert decision.verdict == "ask"
     assert "a line break inside `$(...)` while a here-document is pending" in decision.reason
+
+
+def test_a_process_substitution_after_a_compound_command_is_asked_about(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "(echo a) 2>(true)", ASK_ONLY)
+    assert "not verifiable: unexpected `2` after a command" in decision.reason
+
+
+@needs_bash
+def test_real_bash_refuses_a_process_substitution_after_a_compound_command(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "(echo a) 2>(true)"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.returncode == 2 and "syntax error" in done.stderr
+
+
+def test_the_question_names_the_descriptor_a_compound_command_redirects(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "(git status) 2>notes.txt", ASK_ONLY)
+    assert "the redirection `2> notes.txt` touches a file" in decision.reason
