@@ -68,6 +68,7 @@ _EXPORTS = {
     "Compacted": "assembler.runner.events",
     "RunEnd": "assembler.runner.events",
     "SubagentEvent": "assembler.runner.events",
+    "PlanUpdated": "assembler.runner.events",
     "canonical_json": "assembler.prompt.canonical",
 }
 
@@ -94,6 +95,7 @@ __all__ = [
     "MissingExtraError",
     "ParameterError",
     "PermissionRuleError",
+    "PlanUpdated",
     "PromptContextError",
     "ProviderError",
     "ReasoningEvent",
@@ -166,6 +168,7 @@ if TYPE_CHECKING:
         Diagnostic,
         ErrorEvent,
         Event,
+        PlanUpdated,
         ReasoningEvent,
         RunEnd,
         RunStart,

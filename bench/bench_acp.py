@@ -5,15 +5,19 @@ process to an agent that can take a prompt.
 `initialize` first and builds an agent per `session/new`. Both are timed on the
 shipping example (scripted model, `--trust --no-session`), interleaved, wall time to:
 rpc's `ready` event; acp's `initialize` answer; acp's `session/new` answer (the agent
-built and started). The SDK's own import (`python -c "import acp"` against
-`python -c "pass"`) is timed too, since it is most of the difference, and so is the
-lighter import `assemble acp` uses (`assembler.acp.sdk_import`, issue 27).
+built and started). Since issue 27 (round 2) both answers come before the SDK is
+loaded (`assembler.acp.early`); the SDK loads after them. The CPU time each process
+had used at that moment is read too (`/proc/PID/stat`, Linux): on a machine shared
+with other jobs it moves less than wall time. The SDK's own import (`python -c
+"import acp"` against `python -c "pass"`) and the lighter import `assemble acp` uses
+(`assembler.acp.sdk_import`) are timed as well.
 Run: `python bench/bench_acp.py`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -37,7 +41,13 @@ def _read_until(stream: IO[str], done: str) -> None:
     raise SystemExit(f"no {done!r} in the output")
 
 
-def rpc(env: dict[str, str]) -> float:
+def cpu(pid: int) -> float:
+    """Seconds of CPU (user and system) process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rpc(env: dict[str, str]) -> tuple[float, float]:
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "assembler", "rpc", MANIFEST, *ARGS],
@@ -47,12 +57,13 @@ def rpc(env: dict[str, str]) -> float:
     assert process.stdout is not None and process.stdin is not None
     _read_until(process.stdout, '"ready"')
     elapsed = time.perf_counter() - start
+    used = cpu(process.pid)
     process.stdin.close()
     process.wait(timeout=60)
-    return elapsed
+    return elapsed, used
 
 
-def acp(env: dict[str, str]) -> tuple[float, float]:
+def acp(env: dict[str, str]) -> tuple[float, float, float]:
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "assembler", "acp", MANIFEST, *ARGS],
@@ -70,9 +81,10 @@ def acp(env: dict[str, str]) -> tuple[float, float]:
     initialized = time.perf_counter() - start
     _read_until(process.stdout, '"sessionId"')
     ready = time.perf_counter() - start
+    used = cpu(process.pid)
     process.stdin.close()
     process.wait(timeout=60)
-    return initialized, ready
+    return initialized, ready, used
 
 
 def python(code: str, env: dict[str, str]) -> float:
@@ -89,11 +101,15 @@ def main() -> None:
             acp(env)
             python("import acp", env)
         rpcs, inits, sessions, bare, sdk, light = [], [], [], [], [], []
+        rpc_cpu, acp_cpu = [], []
         for _ in range(RUNS):
-            rpcs.append(rpc(env))
-            initialized, ready = acp(env)
+            ready_rpc, used_rpc = rpc(env)
+            rpcs.append(ready_rpc)
+            rpc_cpu.append(used_rpc)
+            initialized, ready, used = acp(env)
             inits.append(initialized)
             sessions.append(ready)
+            acp_cpu.append(used)
             bare.append(python("pass", env))
             sdk.append(python("import acp", env))
             light.append(python(LIGHT, env))
@@ -115,6 +131,9 @@ def main() -> None:
     ):
         value = statistics.median(samples)
         print(f"{name}: {value * 1000:.0f} ms ({value / base:.2f}x)")
+    base_cpu, acp_used = statistics.median(rpc_cpu), statistics.median(acp_cpu)
+    print(f"CPU used by then: rpc {base_cpu * 1000:.0f} ms (baseline), ", end="")
+    print(f"acp {acp_used * 1000:.0f} ms ({acp_used / base_cpu:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -12,29 +12,12 @@ from __future__ import annotations
 from acp import RequestError
 from acp.schema import CurrentModeUpdate, SessionMode, SessionModeState
 
+from assembler.acp import answers
 from assembler.permissions.policy import PERMISSION_MODES, PermissionMode
 
-MODES: tuple[SessionMode, ...] = (
-    SessionMode(
-        id="default",
-        name="Ask",
-        description="Calls an `ask` rule names are asked about here before they run.",
-    ),
-    SessionMode(
-        id="accept-edits",
-        name="Accept edits",
-        description="File edits inside the workspace run without asking; other asks are asked.",
-    ),
-    SessionMode(
-        id="deny-asks",
-        name="Deny asks",
-        description="Every call that would be asked about is refused; the model reads why.",
-    ),
-    SessionMode(
-        id="bypass",
-        name="Bypass",
-        description="Every call that is not denied runs without asking.",
-    ),
+MODES: tuple[SessionMode, ...] = tuple(
+    SessionMode(id=mode, name=name, description=description)
+    for mode, name, description in answers.MODES
 )
 
 

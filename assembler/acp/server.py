@@ -3,9 +3,12 @@
 Each `session/new` builds a new agent with `build_agent` (a new session file), and
 `session/load` and `session/resume` build one continuing a recorded session (`load`
 replays its history first, `resume` does not); each starts the agent (its MCP servers)
-before answering, so a failure (an untrusted directory, a missing API key, a server
-that does not start) is the request's error, which the editor shows, never a crash.
-`session/list` offers the recorded sessions (`listing`), `session/close` ends one.
+before answering (`opening`), so a failure (an untrusted directory, a missing API key,
+a server that does not start) is the request's error, which the editor shows, never a
+crash. The connection's first `initialize` and `session/new` may have been answered
+before the SDK was loaded (`early`, `start`): the server takes over their sessions.
+`session/list` offers the recorded sessions (`listing`), `session/close` ends one,
+`session/fork` starts a new session file from where a recorded one stands.
 Prompts, cancellation, modes and permission requests are per session
 (`session.EditorSession`); once a session is open, the editor hears which slash
 commands it runs (`commands`).
@@ -20,50 +23,32 @@ Both are noted on stderr, which editors keep as the agent's log.
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import sys
-import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp import Agent as ProtocolAgent
+from acp import RequestError, run_agent
 from acp.interfaces import Client
 from acp.schema import (
-    AgentCapabilities,
     ClientCapabilities,
     CloseSessionResponse,
-    Implementation,
-    InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
     SetSessionModeResponse,
 )
 
+from assembler.acp.answers import initialize_result, new_session_result
 from assembler.acp.content import Block, UnsupportedContent, prompt_text
+from assembler.acp.early import EarlyPhase
 from assembler.acp.listing import session_page
+from assembler.acp.opening import Builder, Opened, log, note_surroundings, open_agent
 from assembler.acp.session import EditorSession
-from assembler.acp.stdio import open_streams
-from assembler.agent.agent import Agent
 from assembler.errors import AssemblerError, SessionError
-from assembler.protocol_stdio import ProtocolFiles
 from assembler.sessions.store import SessionStore
-from assembler.text import one_line
-from assembler.version import __version__
-
-Builder = Callable[[str | None], Agent]
-"""Builds the agent of a new session (None) or of a recorded one (its id)."""
 
 STEER = "assembler/steer"
 """The extension method `_assembler/steer` {sessionId, text}: redirect the running turn."""
@@ -89,13 +74,26 @@ class EditorServer:
         self.client_capabilities = ClientCapabilities()
         self._client: Client | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self.early: EarlyPhase | None = None
+        """The requests answered before the SDK was loaded: their sessions are adopted
+        once the connection exists (`on_connect`)."""
 
     @property
     def record_sessions(self) -> bool:
         return self.store is not None
 
     def on_connect(self, conn: Client) -> None:
+        """The SDK's connection exists (it reads nothing yet): take over the editor's
+        capabilities and the sessions the early phase opened, and announce them."""
         self._client = conn
+        early, self.early = self.early, None
+        if early is None:
+            return
+        if early.capabilities is not None:
+            self.client_capabilities = ClientCapabilities.model_validate(early.capabilities)
+        for opened in early.opened:
+            self._after_answer(self._adopt(opened).announce())
+        early.opened.clear()
 
     @property
     def client(self) -> Client:
@@ -108,29 +106,16 @@ class EditorServer:
         protocol_version: int,
         client_capabilities: ClientCapabilities | None = None,
         **kwargs: Any,
-    ) -> InitializeResponse:
+    ) -> dict[str, Any]:
         self.client_capabilities = client_capabilities or ClientCapabilities()
-        recorded = self.record_sessions
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=recorded,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities() if recorded else None,
-                    resume=SessionResumeCapabilities() if recorded else None,
-                    close=SessionCloseCapabilities(),
-                ),
-            ),
-            agent_info=Implementation(name="agent-assembler", title=self.name, version=__version__),
-        )
+        return initialize_result(recorded=self.record_sessions, title=self.name)
 
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
-    ) -> NewSessionResponse:
+    ) -> dict[str, Any]:
         session = await self._open(None, cwd, mcp_servers)
         self._after_answer(session.announce())
-        return NewSessionResponse(session_id=session.id, modes=session.modes)
+        return new_session_result(session.id, session.agent.state().permission_mode)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
@@ -148,6 +133,24 @@ class EditorServer:
         session = self.sessions.get(session_id) or await self._open(session_id, cwd, mcp_servers)
         self._after_answer(session.announce())
         return ResumeSessionResponse(modes=session.modes)
+
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """A new session (its own file) continuing from where `session_id` stands now;
+        the original is not changed. Refused while a turn of it runs here."""
+        self._recorded("forked")
+        assert self.store is not None
+        running = self.sessions.get(session_id)
+        if running is not None and running.busy:
+            raise RequestError(-32602, f"session {session_id} is running a turn; fork it after")
+        with _answered(missing_session=True):
+            leaf = self.store.open(session_id).leaf
+        if leaf is None:
+            raise RequestError(-32602, f"session {session_id} has nothing to fork yet")
+        session = await self._open(session_id, cwd, mcp_servers, fork=leaf)
+        self._after_answer(session.announce())
+        return new_session_result(session.id, session.agent.state().permission_mode)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -200,6 +203,8 @@ class EditorServer:
 
     async def aclose(self) -> None:
         """Stop every session's turns and close its agent (servers, session files)."""
+        if self.early is not None:  # never connected: its sessions were not taken over
+            await self.early.aclose()
         for task in list(self._background):
             task.cancel()
         for session in list(self.sessions.values()):
@@ -208,7 +213,7 @@ class EditorServer:
             try:
                 await session.close()
             except Exception as e:  # one agent failing to close must not keep others open
-                _log(f"closing session {session.id} failed: {type(e).__name__}: {e}")
+                log(f"closing session {session.id} failed: {type(e).__name__}: {e}")
         self.sessions.clear()
 
     def _recorded(self, verb: str) -> None:
@@ -226,29 +231,24 @@ class EditorServer:
         task.add_done_callback(self._background.discard)
 
     async def _open(
-        self, reference: str | None, cwd: str, mcp_servers: list[Any] | None
+        self,
+        reference: str | None,
+        cwd: str,
+        mcp_servers: list[Any] | None,
+        *,
+        fork: str | None = None,
     ) -> EditorSession:
         with _answered(missing_session=reference is not None):
-            agent = self.build(reference)
-            try:
-                await agent.start()
-            except BaseException:
-                await agent.aclose()
-                raise
-        session_id = reference or (agent.session.id if agent.session else f"acp-{uuid.uuid4().hex}")
-        session = EditorSession(session_id, agent, self.client, self.client_capabilities)
-        self.sessions[session_id] = session
+            opened = await open_agent(self.build, reference, fork)
+        session = self._adopt(opened)
+        note_surroundings(session.workspace, cwd, mcp_servers)
+        return session
+
+    def _adopt(self, opened: Opened) -> EditorSession:
+        session = EditorSession(opened.id, opened.agent, self.client, self.client_capabilities)
+        self.sessions[opened.id] = session
         if session.editor_tools:
-            _log(f"the editor reads and writes files for {', '.join(session.editor_tools)}")
-        if cwd and cwd != str(session.workspace):
-            _log(
-                f"the editor's folder {cwd} is not the workspace; the agent works in {session.workspace}"
-            )
-        if mcp_servers:
-            names = ", ".join(str(getattr(s, "name", "?")) for s in mcp_servers)
-            _log(
-                f"the editor's MCP servers ({names}) are not added: the manifest declares the tools"
-            )
+            log(f"the editor reads and writes files for {', '.join(session.editor_tools)}")
         return session
 
     def _session(self, session_id: str) -> EditorSession:
@@ -266,7 +266,7 @@ def _answered(*, missing_session: bool = False) -> Iterator[None]:
     try:
         yield
     except AssemblerError as e:
-        _log(f"error: {e}")
+        log(f"error: {e}")
         code = -32002 if missing_session and isinstance(e, SessionError) else -32603
         raise RequestError(code, str(e), {"type": type(e).__name__}) from e
 
@@ -275,53 +275,28 @@ async def _logged(notification: Coroutine[Any, Any, None]) -> None:
     try:
         await notification
     except (RequestError, ConnectionError) as e:  # the editor is gone: nothing to tell
-        _log(f"a notification was not sent: {e}")
+        log(f"a notification was not sent: {e}")
 
 
-class _OneLine(logging.Formatter):
-    """The SDK logs what it cannot handle (a malformed notification, a handler's bug)
-    with `logging.exception`: one line in the agent's log, the exception's type and
-    message without its traceback, as every other error of `assemble`
-    (`ASSEMBLER_DEBUG=1` shows the traceback, as for the other commands)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if os.environ.get("ASSEMBLER_DEBUG"):
-            return "assemble acp: " + super().format(record)
-        text = f"assemble acp: {record.getMessage()}"
-        if record.exc_info and record.exc_info[1] is not None:
-            error = record.exc_info[1]
-            text += f": {type(error).__name__}: {one_line(str(error), 300)}"
-        return text
-
-
-def _log_in_one_line() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine())
-    logging.basicConfig(handlers=[handler], level=logging.WARNING, force=True)
-
-
-def _log(message: str) -> None:
-    print(f"assemble acp: {message}", file=sys.stderr, flush=True)
-
-
-async def serve(
+async def run_server(
     build: Builder,
-    files: ProtocolFiles,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
     *,
     name: str,
     store: SessionStore | None,
     workspace: Path,
+    early: EarlyPhase | None = None,
 ) -> None:
-    """Serve the protocol on `files` until the editor closes its end; then stop every
-    turn and close every agent."""
-    _log_in_one_line()
-    reader, writer = await open_streams(files)
+    """Serve the protocol with the SDK's connection until the editor closes its end,
+    taking over from `early`; then stop every turn and close every agent."""
     server = EditorServer(build, name=name, store=store, workspace=workspace)
+    server.early = early
     try:
         # The router calls only the methods the class defines; the rest of the
         # protocol's `Agent` interface is answered with "method not found".
         # `session/resume` and `session/close` are stable in protocol 1.x; the SDK
-        # still routes them only with its "unstable" switch.
+        # still routes them (and `session/fork`) only with its "unstable" switch.
         await run_agent(cast(ProtocolAgent, server), writer, reader, use_unstable_protocol=True)
     finally:
         await server.aclose()

@@ -33,6 +33,7 @@ from assembler.acp import commands
 from assembler.acp.editor_files import EditorFiles, use_editor_files
 from assembler.acp.modes import checked_mode, mode_state, mode_update
 from assembler.acp.permissions import EditorApprover
+from assembler.acp.plan import plan_update
 from assembler.acp.updates import SessionUpdate, TurnUpdates, history_updates
 from assembler.agent.agent import Agent
 from assembler.agent.team import TeamMember
@@ -100,8 +101,12 @@ class EditorSession:
         await self._send(mode_update(mode_id))
 
     async def announce(self) -> None:
-        """Tell the editor which slash commands this session runs."""
+        """Tell the editor which slash commands this session runs, and the plan of a
+        session that has one (resumed or loaded)."""
         await self._send(commands.available(self.agent))
+        plan = self.agent.state().plan
+        if plan:
+            await self._send(plan_update(plan))
 
     async def prompt(self, text: str) -> PromptResponse:
         """Run one turn (after the turns before it) and say why it stopped: the
@@ -146,6 +151,11 @@ class EditorSession:
         self._cancelled_before = self._tickets
         if self._running is not None and not self._running.done():
             self._running.cancel()
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        return self._running is not None and not self._running.done()
 
     def steer(self, text: str) -> bool:
         """Deliver `text` to the running turn; False when none runs."""

@@ -3,11 +3,15 @@
 ACP is JSON-RPC over the agent's stdin and stdout; `assembler.protocol_stdio.claim_stdio`
 keeps both for the protocol alone (everything else goes to stderr), as for `assemble rpc`.
 
-`open_streams` turns the two kept descriptors into the asyncio streams the SDK's
-connection takes, malformed input answered on the way (`framing`). Input is read in a
-daemon thread (any kind of file works: a pipe from an editor, a file of requests when
-debugging); output goes through the event loop's pipe transport, or written directly
-when it is a regular file.
+`open_streams` turns the two kept descriptors into an `Inbox` of messages and the
+asyncio stream writer the SDK's connection takes, malformed input answered on the way
+(`framing`). Input is read in a daemon thread (any kind of file works: a pipe from an
+editor, a file of requests when debugging); output goes through the event loop's pipe
+transport, or written directly when it is a regular file.
+
+The inbox hands messages one by one to the early phase (`early`: the first requests,
+answered before the SDK is loaded), then over to a `StreamReader` for the SDK's
+connection, in order, nothing lost or read twice. Nothing here imports the SDK.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import os
 import stat
 import threading
+from collections import deque
 from typing import Any
 
 from assembler.acp.framing import INVALID_REQUEST, Lines, checked, error_line
@@ -23,11 +28,61 @@ from assembler.files import read_chunks
 from assembler.protocol_stdio import ProtocolFiles
 
 
-async def open_streams(files: ProtocolFiles) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """The protocol's input as a `StreamReader` holding only well-formed messages
+class Inbox:
+    """The protocol's well-formed messages, one line each, in order: taken one at a
+    time (`next_line`) until `hand_over` gives the rest, and all that comes later, to
+    a `StreamReader`. Fed on the event loop's thread only (`call_soon_threadsafe`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lines: deque[bytes] = deque()
+        self._eof = False
+        self._arrived = asyncio.Event()
+        self._reader: asyncio.StreamReader | None = None
+
+    def feed_data(self, line: bytes) -> None:
+        if self._reader is not None:
+            self._reader.feed_data(line)
+            return
+        self._lines.append(line)
+        self._arrived.set()
+
+    def feed_eof(self) -> None:
+        if self._reader is not None:
+            self._reader.feed_eof()
+            return
+        self._eof = True
+        self._arrived.set()
+
+    async def next_line(self) -> bytes | None:
+        """The next message; None at the end of input."""
+        while not self._lines:
+            if self._eof:
+                return None
+            self._arrived.clear()
+            await self._arrived.wait()
+        return self._lines.popleft()
+
+    def hand_over(self, first: bytes | None = None) -> asyncio.StreamReader:
+        """A reader holding `first` (a line taken and not handled), the lines not
+        taken yet, and from now on everything that arrives."""
+        if self._reader is not None:
+            raise RuntimeError("the inbox was handed over already")
+        reader = asyncio.StreamReader(limit=self.limit)
+        for line in (*((first,) if first is not None else ()), *self._lines):
+            reader.feed_data(line)
+        self._lines.clear()
+        if self._eof:
+            reader.feed_eof()
+        self._reader = reader
+        return reader
+
+
+async def open_streams(files: ProtocolFiles) -> tuple[Inbox, asyncio.StreamWriter]:
+    """The protocol's input as an `Inbox` holding only well-formed messages
     (`framing`), its output as a `StreamWriter`."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    reader = Inbox(_LINE_LIMIT)
     mode = os.fstat(files.output).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
         pipe = os.fdopen(files.output, "wb", buffering=0)
@@ -46,7 +101,7 @@ embedded file can be large."""
 
 def _feed(
     fd: int,
-    reader: asyncio.StreamReader,
+    reader: Inbox,
     writer: asyncio.StreamWriter,
     loop: asyncio.AbstractEventLoop,
 ) -> None:

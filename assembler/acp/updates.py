@@ -8,6 +8,7 @@
   `user_message_chunk`;
 - diagnostics, an error's text and the reason a run stopped early -> an
   `agent_thought_chunk`, so they reach the user without mixing into the answer;
+- the model's plan (`PlanUpdated`, from `todo_write`) -> a `plan` update (`plan`);
 - a sub-agent's tool calls (`SubagentEvent`) -> tool calls of their own, titled with
   the sub-agent's path; its text is not streamed (its answer is the result of the
   call that ran it, which the editor shows under that call).
@@ -33,6 +34,7 @@ from acp import (
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommandsUpdate,
     CurrentModeUpdate,
@@ -42,6 +44,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from assembler.acp.plan import plan_update
 from assembler.acp.toolcalls import CallView, describe, result_content, result_locations
 from assembler.messages import (
     AssistantMessage,
@@ -54,6 +57,7 @@ from assembler.runner.events import (
     Diagnostic,
     ErrorEvent,
     Event,
+    PlanUpdated,
     ReasoningEvent,
     SubagentEvent,
     TextDeltaEvent,
@@ -64,7 +68,14 @@ from assembler.runner.events import (
 )
 from assembler.tools.base import Tool
 
-Update = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+Update = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+)
 SessionUpdate = Update | AvailableCommandsUpdate | CurrentModeUpdate
 """Every update a session sends: a turn's and history's (`Update`), and the session's own."""
 
@@ -102,6 +113,8 @@ class TurnUpdates:
             return [update_agent_thought_text(f"{event.severity}: {event.message}\n")]
         if isinstance(event, ErrorEvent):
             return [update_agent_thought_text(f"error: {event.message}\n")]
+        if isinstance(event, PlanUpdated):
+            return [plan_update(event.entries)]
         if isinstance(event, SubagentEvent):
             return self._subagent(event)
         return self._tool_updates(event, "", "", self.workspace, self.tools)

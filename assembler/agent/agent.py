@@ -31,11 +31,13 @@ from assembler.runner.events import (
     Compacted,
     Diagnostic,
     Event,
+    PlanUpdated,
     RunEnd,
     ToolCallResult,
     TurnEnd,
 )
 from assembler.runner.loop import AgentRunner
+from assembler.sessions.plan import record_plan, recorded_plan
 from assembler.sessions.store import Session, SessionStore
 from assembler.sessions.workspace_record import TouchedFiles, record_end, record_start
 from assembler.tools.base import ToolResult
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from assembler.agent.lifecycle import Assembly
     from assembler.agent.parts import AgentParts
     from assembler.memory.session import MemorySession
+    from assembler.tools.builtin.todo import TodoItem
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class Agent:
         self._touched = TouchedFiles()
         self._approver: tuple[Approver | None, float | None] = (None, None)
         self.session: Session | None = None
+        self.plan: tuple[TodoItem, ...] = ()
+        """The model's plan as `todo_write` last wrote it (the session's, when resumed)."""
         if session is not None:
             self.use_session(restore(session))
         self.team = team
@@ -230,6 +235,10 @@ class Agent:
                 else:
                     if isinstance(event, ToolCallResult) and event.executed and not event.is_error:
                         self._touched.note(event.call.name, event.call.arguments)
+                    if isinstance(event, PlanUpdated):
+                        self.plan = event.entries
+                        if self.session is not None:
+                            record_plan(self.session, event.entries)
                     yield event
 
     async def prompt(
@@ -307,6 +316,7 @@ class Agent:
             messages=tuple(runner.messages),
             entry_ids=self._entry_ids(),
             cost_usd=runner.cost if runner.meter.price is not None else None,
+            plan=self.plan,
         )
 
     def _entry_ids(self) -> tuple[str | None, ...] | None:
@@ -337,6 +347,7 @@ class Agent:
         """Continue `restored` from now on: its conversation becomes the runner's, and
         new messages are appended to its file."""
         self.session = restored.session
+        self.plan = recorded_plan(restored.session)
         self._touched = TouchedFiles()
         self.runner.messages = list(restored.messages)  # a new list: see messages.History
         self.runner.recorder = SessionRecorder(

@@ -15,6 +15,7 @@ from assembler.messages import Message, Usage
 
 if TYPE_CHECKING:
     from assembler.sessions.store import Session
+    from assembler.tools.builtin.todo import TodoItem
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class AgentState:
     an "interrupted" result); None as a whole when the agent records no session."""
     cost_usd: float | None = None
     """What every request since the agent was built cost (None: no known price)."""
+    plan: tuple[TodoItem, ...] = ()
+    """The model's plan (`todo_write`), as last written; restored with the session."""
 
     @property
     def parent_session(self) -> str | None:

@@ -49,20 +49,15 @@ def acp(
     only in a trusted directory: the editor cannot ask, so trust it first (`assemble
     trust add DIR`) or pass --trust. Logs go to stderr.
     """
-    from assembler.extras import require, requires
+    from assembler.extras import require
     from assembler.protocol_stdio import claim_stdio
 
     require("acp", "assemble acp")  # before anything is read: the one-line message
+    from assembler.acp.start import serve  # the SDK is loaded once a session is open
     from assembler.agent.agent import Agent
     from assembler.agent.build import build_agent
     from assembler.sessions.store import SessionStore
     from assembler.tools.processes import install_exit_handlers
-
-    with requires("acp", "assemble acp"):
-        from assembler.acp.sdk_import import import_sdk
-
-        import_sdk()  # most of the start-up: without what a server does not use
-        from assembler.acp.server import serve
 
     install_exit_handlers()  # SIGTERM/SIGHUP/exit stop every running tool process
     files = claim_stdio()  # stdout is the protocol's alone from here on
@@ -76,8 +71,8 @@ def acp(
     options = replace(options, permission_mode=permission_mode)
     store = None if no_session else SessionStore.for_agent(loaded.name, session_dir)
 
-    def build(session: str | None) -> Agent:
-        return build_agent(loaded, replace(options, session=session))
+    def build(session: str | None, fork: str | None = None) -> Agent:
+        return build_agent(loaded, replace(options, session=session, fork=fork))
 
     workspace = loaded.workspace.resolve()
     asyncio.run(serve(build, files, name=loaded.name, store=store, workspace=workspace))

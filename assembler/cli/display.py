@@ -23,6 +23,7 @@ from assembler.runner.events import (
     Diagnostic,
     ErrorEvent,
     Event,
+    PlanUpdated,
     ReasoningEvent,
     RunEnd,
     RunStart,
@@ -160,6 +161,20 @@ def _spent(end: RunEnd) -> str:
     return line
 
 
+_MARKS = {"completed": "✓", "in_progress": "▸", "pending": "·"}
+
+
+def _plan(event: PlanUpdated) -> str:
+    """The plan, compactly: `plan 1/3 done`, then one line per item with its mark."""
+    items = event.entries
+    done = sum(item.status == "completed" for item in items)
+    lines = [f"plan {done}/{len(items)} done" if items else "plan cleared"]
+    for item in items:
+        high = " (high)" if item.priority == "high" else ""
+        lines.append(f"  {_MARKS[item.status]} {one_line(item.content, 100)}{high}")
+    return "\n".join(lines)
+
+
 def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None] | None:
     """The one line (and colour) of a tool call, a result, a diagnostic or an error;
     of a sub-agent also its start and an end that was not a completion."""
@@ -191,6 +206,8 @@ def _activity(event: Event, *, sub_agent: bool = False) -> tuple[str, str | None
         )
     if isinstance(event, ErrorEvent):
         return f"error: {event.message}", "red"
+    if isinstance(event, PlanUpdated):
+        return _plan(event), "cyan"
     if sub_agent and isinstance(event, RunStart):
         return f"started: {one_line(event.prompt, 80)}", None
     if sub_agent and isinstance(event, RunEnd) and event.reason != "completed":

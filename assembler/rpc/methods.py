@@ -152,4 +152,5 @@ class AgentMethods:
             "cost_usd": None if state.cost_usd is None else round(state.cost_usd, 6),
             "context": {"tokens": state.context_tokens, "window": state.context_window},
             "permission_mode": state.permission_mode,
+            "plan": [item.to_dict() for item in state.plan],
         }

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from assembler.messages import AssistantMessage, ToolCall, Usage
+from assembler.tools.builtin.todo import TodoItem
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:
@@ -272,6 +273,20 @@ class Compacted:
 
 
 @dataclass(frozen=True)
+class PlanUpdated:
+    """The model wrote its plan (`todo_write`): the whole list, replacing the last one;
+    `call_id` is the call that wrote it. Comes right after that call's result."""
+
+    kind: ClassVar[str] = "plan"
+    entries: tuple[TodoItem, ...]
+    call_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        entries = [item.to_dict() for item in self.entries]
+        return {"type": self.kind, "call_id": self.call_id, "entries": entries}
+
+
+@dataclass(frozen=True)
 class SubagentEvent:
     """An event of a sub-agent's run, as it happens, tagged with the agent's path from
     the agent that was built (`lead/reviewer`) and the id of the tool call running it.
@@ -307,4 +322,5 @@ Event = (
     | Compacted
     | RunEnd
     | SubagentEvent
+    | PlanUpdated
 )

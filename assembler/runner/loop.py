@@ -41,6 +41,7 @@ from assembler.runner.events import (
     Diagnostic,
     ErrorEvent,
     Event,
+    PlanUpdated,
     RunEnd,
     RunStart,
     ToolCallBlocked,
@@ -59,6 +60,7 @@ from assembler.runner.parts import RunnerParts, RunRecorder
 from assembler.runner.progress import ToolProgress
 from assembler.runner.requests import ModelRequests
 from assembler.tools.base import ToolContext, ToolResult
+from assembler.tools.builtin.todo import plan_of
 from assembler.typed.output import OutputContract
 
 DEFAULT_MAX_TURNS = 50
@@ -366,6 +368,9 @@ class AgentRunner(ToolCalls, ModelRequests):
                     yield ToolCallResult(
                         record.call, final.content, final.is_error, record.executed, final.details
                     )
+                    plan = plan_of(self.parts.registry.get(record.call.name), record.raw_result)
+                    if plan is not None:  # what the tool did, whatever a handler showed
+                        yield PlanUpdated(plan, record.call.id)
                 await self.parts.hooks.on_turn_end(turn, message)
                 yield TurnEnd(turn, message, done.stop_reason)
                 if answer is not None and answer.done:

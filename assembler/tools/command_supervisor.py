@@ -221,6 +221,8 @@ class Worker:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         self.key: str | None = None  # the sandbox it took on with its first command
         self.confined_at = 0.0
+        self.link: socket.socket | None = None  # to the long-lived supervisor
+        self.reusable: bool | None = None  # said `idle` (True) or may not (False)
 
     def warm(self) -> None:
         """Run the code a command needs once before one comes: a forked process pays
@@ -286,15 +288,24 @@ class Worker:
         the next command of the same sandbox, sent once the assembler sees the end,
         finds this one free. Whether it may take another."""
         _Stop.raised = False
-        reusable = False
+        self.link, self.reusable = link, None
         try:
             self._run(data, control, status, output)
         finally:
-            reusable = self._idle(link)
+            reusable = self._free()
             for fd in (control, status):
                 with contextlib.suppress(OSError):
                     os.close(fd)
         return reusable
+
+    def _free(self) -> bool:
+        """Say `idle` once per command (see `_idle`); whether this one may be reused.
+
+        Said before the last status lines are written: the bash tool returns at the
+        command's `exit`, and the agent's next command must find this one free."""
+        if self.reusable is None:
+            self.reusable = self._idle(self.link) if self.link is not None else False
+        return self.reusable
 
     def _run(self, data: bytes, control: int, status: int, output: int) -> None:
         report: list[str] = []
@@ -317,6 +328,8 @@ class Worker:
             _write(status, f"pid {command_pid}" + ("" if self.subreaper else " no-subreaper"))
             while True:
                 remaining = reap(command_pid, report)
+                if not remaining:
+                    self._free()
                 while report:
                     _write(status, report.pop(0))
                 if not remaining:
@@ -332,9 +345,11 @@ class Worker:
         except _Stop:
             if command_pid:
                 kill_tree(command_pid, None if self.subreaper else command_pid, report)
+            self._free()
             while report:
                 _write(status, report.pop(0))
         except (ConfineError, OSError, ValueError, KeyError) as exc:
+            self._free()
             _write(status, "error " + " ".join(str(exc).split()))
             return
         _write(status, "done")

@@ -41,6 +41,21 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
             agent.fork(agent.session.entries()[2].id)
 
     asyncio.run(go())
+    # and a plan (`todo_write`, issue 27), from an agent that has the tool
+    (tmp_path / "work").mkdir()
+    planner = tmp_path / "planner.yaml"
+    planner.write_text(
+        "version: 1\nname: planner\nidentity: You plan.\nworkspace: work\ntools: {sets: [todo]}\n"
+    )
+    todos = [{"content": "Fix the fee", "status": "in_progress"}]
+    plan_model = ScriptedModel([tool_call("todo_write", todos=todos), text("Planned.")])
+    planned = build_agent(planner, provider=plan_model, session_dir=tmp_path / "sessions")
+
+    async def plan() -> None:
+        async with planned:
+            await planned.prompt("Plan it.")
+
+    asyncio.run(plan())
     written: set[str] = set()
     header_keys: set[str] = set()
     for path in (tmp_path / "sessions").glob("*.jsonl"):
@@ -49,7 +64,11 @@ def test_the_documented_record_types_are_the_written_ones(shipping: Path, tmp_pa
         header, *entries = (json.loads(line) for line in path.read_text().splitlines())
         header_keys |= set(header)
         written |= {entry["type"] for entry in entries}
-    assert written == documented_types() == {"message", "event", "compaction", "subagent", "prompt"}
+    assert (
+        written
+        == documented_types()
+        == {"message", "event", "compaction", "subagent", "prompt", "plan"}
+    )
     doc = DOC.read_text()
     for key in header_keys - {"type"}:
         assert f"`{key}`" in doc, key

@@ -14,14 +14,15 @@ from assembler.tools.builtin.sets import BUILTIN_SETS, BUILTIN_TOOLS, resolve_bu
 ALL = ("read", "bash", "edit", "write", "grep", "find", "ls")
 
 
-def test_the_seven_tools_are_there() -> None:
-    assert set(BUILTIN_TOOLS) == set(ALL)
-    assert BUILTIN_SETS["all"] == ALL
+def test_the_seven_tools_and_the_plan_tool_are_there() -> None:
+    assert set(BUILTIN_TOOLS) == {*ALL, "todo_write"}
+    assert BUILTIN_SETS["all"] == ALL  # the workspace tools; the plan tool is asked for
+    assert BUILTIN_SETS["todo"] == ("todo_write",)
     assert BUILTIN_SETS["coding"] == ("read", "bash", "edit", "write")
     assert BUILTIN_SETS["readonly"] == ("read", "grep", "find", "ls")
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", (*ALL, "todo_write"))
 def test_schema_and_prompt_text(name: str) -> None:
     tool = BUILTIN_TOOLS[name]
     params = dict(tool.parameters)

@@ -17,11 +17,21 @@ from assembler.tools.builtin.bash import BASH_TOOL
 from assembler.tools.builtin.files import EDIT_TOOL, READ_TOOL, WRITE_TOOL
 from assembler.tools.builtin.names import BUILTIN_SETS
 from assembler.tools.builtin.search import FIND_TOOL, GREP_TOOL, LS_TOOL
+from assembler.tools.builtin.todo import TODO_TOOL
 
 BUILTIN_TOOLS: Mapping[str, Tool] = MappingProxyType(
     {
         tool.name: tool
-        for tool in (READ_TOOL, WRITE_TOOL, EDIT_TOOL, BASH_TOOL, GREP_TOOL, FIND_TOOL, LS_TOOL)
+        for tool in (
+            READ_TOOL,
+            WRITE_TOOL,
+            EDIT_TOOL,
+            BASH_TOOL,
+            GREP_TOOL,
+            FIND_TOOL,
+            LS_TOOL,
+            TODO_TOOL,
+        )
     }
 )
 
