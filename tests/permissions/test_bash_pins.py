@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from assembler.manifest.model import PermissionsSpec
-from assembler.permissions import PermissionPolicy
+from assembler.permissions import PermissionPolicy, parse_command_line
 from assembler.permissions.bash import MAX_LENGTH, MAX_NESTING
 from assembler.permissions.policy import Decision
 
@@ -365,3 +365,36 @@ def test_real_bash_refuses_a_process_substitution_after_a_compound_command(
 def test_the_question_names_the_descriptor_a_compound_command_redirects(tmp_path: Path) -> None:
     decision = decide(tmp_path, "(git status) 2>notes.txt", ASK_ONLY)
     assert "the redirection `2> notes.txt` touches a file" in decision.reason
+
+
+ANSI_C = "echo $'\\e\\E\\f\\r'"
+"""`$'...'` escapes: what the word's value is, hence what an allow rule is matched with."""
+
+
+def test_ansi_c_escapes_read_as_bash_reads_them(tmp_path: Path) -> None:
+    (command,) = parse_command_line(ANSI_C).commands
+    assert command.words == ("echo", "\x1b\x1b\x0c\r")
+
+
+@needs_bash
+def test_real_bash_reads_the_same_ansi_c_escapes(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", ANSI_C.replace("echo", "printf %s", 1)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"\x1b\x1b\x0c\r"
+
+
+@pytest.mark.parametrize("quoted", ['"a\nb"', "$'a\nb'"])
+def test_a_line_break_in_quotes_while_a_here_document_waits_is_asked_about(
+    tmp_path: Path, quoted: str
+) -> None:
+    decision = decide(tmp_path, f"cat <<EOF {quoted}\nbody\nEOF\n", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "a line break inside quotes while a here-document waits for its body" in (
+        decision.reason
+    )
