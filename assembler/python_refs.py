@@ -129,6 +129,11 @@ def location_cache() -> StampedCache[ModuleLocation]:
     return _LOCATIONS
 
 
+MAX_IMPORT_HOPS = 8
+"""How many imports `a.b` is followed through (`a` imports `b` from `c`, which ...):
+a bound on chains and cycles of plain modules."""
+
+
 def _find_location(module: str, roots: Sequence[Path], *, _hops: int = 0) -> ModuleLocation:
     """Find `module` in `roots` first, then on `sys.path`, without importing anything.
 
@@ -155,7 +160,7 @@ def _find_location(module: str, roots: Sequence[Path], *, _hops: int = 0) -> Mod
                 top = _spec_location(spec)
         else:
             locations = list(spec.submodule_search_locations or []) if spec else []
-            if not locations and spec is not None and spec.origin and _hops < 8:
+            if not locations and spec is not None and spec.origin and _hops < MAX_IMPORT_HOPS:
                 alias = _imported_module(Path(spec.origin), parts[depth - 1], parts[: depth - 1])
                 imported = locate_module(alias, roots, _hops=_hops + 1) if alias else None
                 if imported is not None and not imported.problem:  # a module, not a function
@@ -172,9 +177,13 @@ def _find_location(module: str, roots: Sequence[Path], *, _hops: int = 0) -> Mod
                 return ModuleLocation(module)
             if depth > 1 and not locations:
                 parent = ".".join(parts[: depth - 1])
+                why = (
+                    f"imports no module as `{parts[depth - 1]}`"
+                    if _hops < MAX_IMPORT_HOPS
+                    else f"imports are followed at most {MAX_IMPORT_HOPS} modules deep"
+                )
                 problem = (
-                    f"module `{name}` not found: `{parent}` is a module, not a package, "
-                    f"and imports no module as `{parts[depth - 1]}`"
+                    f"module `{name}` not found: `{parent}` is a module, not a package, and {why}"
                 )
             elif depth > 1:
                 package = ".".join(parts[: depth - 1])

@@ -4,6 +4,7 @@
     python bench/mutation.py renderer codec       # modules by file name or path
     python bench/mutation.py --sample 12 codec    # a fixed sample (what CI runs)
     python bench/mutation.py --list renderer      # the mutants, without running them
+    python bench/mutation.py --rerun LOG bash     # only the survivors an earlier run printed
 
 For each module it prints the mutants, how many the tests killed, the score over the
 non-equivalent ones, and every survivor as `file:line: before -> after`. The list of
@@ -69,7 +70,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "assembler/permissions/matching.py": ("tests/permissions",),
     "assembler/permissions/wrappers.py": ("tests/permissions",),
     "assembler/permissions/policy.py": ("tests/permissions",),
-    "assembler/permissions/path_patterns.py": ("tests/permissions",),
+    "assembler/permissions/path_patterns.py": (
+        "tests/permissions",
+        "tests/security/test_session_allow_anchor.py",
+    ),
     "assembler/permissions/bash.py": ("tests/permissions", "tests/security/test_bash_escape.py"),
     "assembler/permissions/bash_words.py": ("tests/permissions",),
     "assembler/permissions/bash_reader.py": ("tests/permissions",),
@@ -77,9 +81,30 @@ MODULES: dict[str, tuple[str, ...]] = {
     "assembler/permissions/bash_builtins.py": ("tests/permissions",),
     "assembler/trust.py": _TRUST,
     "assembler/trust_files.py": _TRUST,
-    "assembler/agent/trusting.py": (*_TRUST, "tests/agent/test_subagents.py"),
-    "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py",),
-    "assembler/sandbox/policy.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_runtime.py"),
+    "assembler/agent/trusting.py": (
+        # not test_trust_bypasses.py: it imports a project module `helpers` that the
+        # reload tests below would then find shadowing theirs (one process runs them all)
+        "tests/trust",
+        "tests/security/test_trust_tree.py",
+        "tests/agent/test_subagents.py",
+        # `reload` asks again (node ids: the file's other tests import `helpers` too)
+        *(
+            f"tests/security/test_guard_writes.py::test_{name}"
+            for name in (
+                "reload_does_not_run_an_extension_changed_during_the_run",
+                "reload_asks_again_with_the_question_the_agent_was_built_with",
+                "a_yes_to_the_reload_question_loads_the_change_and_becomes_the_decision",
+                "a_refused_reload_says_what_was_not_covered_and_what_to_do",
+                "a_reload_with_trust_false_refuses_without_asking",
+            )
+        ),
+    ),
+    "assembler/sandbox/spec.py": ("tests/sandbox/test_spec.py", "tests/sandbox/test_spec_pins.py"),
+    "assembler/sandbox/policy.py": (
+        "tests/sandbox/test_spec.py",
+        "tests/sandbox/test_runtime.py",
+        "tests/sandbox/test_policy_pins.py",
+    ),
 }
 """Module -> the tests that exercise it. One line per module."""
 
@@ -91,11 +116,18 @@ CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
     "assembler/permissions/wrappers.py": (8, (f"{_PERMS}bash_rules.py",)),
     "assembler/permissions/policy.py": (8, (f"{_PERMS}policy.py",)),
     "assembler/trust.py": (8, ("tests/trust",)),
+    "assembler/permissions/bash.py": (6, (f"{_PERMS}bash_pins.py", f"{_PERMS}bash_rules.py")),
+    "assembler/permissions/path_patterns.py": (
+        6,
+        (f"{_PERMS}path_pins.py", f"{_PERMS}path_rules.py"),
+    ),
+    "assembler/trust_files.py": (6, ("tests/trust/test_trust_files_pins.py",)),
 }
 """What `tests/mutation` runs in CI: a fixed sample of mutants per module, against
 the tests that kill them quickest (the full run uses MODULES)."""
 
 EQUIVALENTS_FILE = REPO / "docs" / "testing.md"
+_SURVIVOR = re.compile(r"^  SURVIVED \([^)]*\) (?P<ident>.*?)  \[[^\]]*\]$")
 _ENTRY = re.compile(
     r"^- ``(?P<path>[^`]+)`` ``(?P<scope>[^`]+)``: "
     r"``\s?(?P<before>.*?)\s?`` -> ``\s?(?P<after>.*?)\s?``: (?P<why>\S.*)$"
@@ -127,6 +159,12 @@ def equivalents(text: str | None = None) -> dict[tuple[str, str, str, str], Equi
             entry = Equivalent(**match.groupdict())
             found[entry.key] = entry
     return found
+
+
+def survivors_in(log: str) -> set[str]:
+    """The mutants an earlier run printed as survivors (its output, saved to a file):
+    after writing pins, run only those again instead of the whole module."""
+    return {m["ident"] for m in map(_SURVIVOR.match, log.splitlines()) if m}
 
 
 def resolve(names: Sequence[str]) -> list[str]:
@@ -161,6 +199,8 @@ def run(
         size, tests = CI_SAMPLE[path]
     if size:
         candidates = sample(candidates, size, args.seed)
+    if args.rerun is not None:
+        candidates = [m for m in candidates if m.ident in args.rerun]
     if args.list:
         for mutant in candidates:
             print(f"  {mutant.ident}  [{mutant.kind}, {mutant.scope}]")
@@ -205,6 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--fail-under", type=float, default=90.0, help="score (%%) a module must reach"
     )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument(
+        "--rerun",
+        type=lambda name: survivors_in(Path(name).read_text(encoding="utf-8")),
+        help="run only the mutants an earlier run's output (this file) lists as survivors",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print each mutant's outcome")
     args = parser.parse_args(argv)
     os.chdir(REPO)

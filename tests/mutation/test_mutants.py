@@ -95,7 +95,10 @@ def test_every_configured_module_and_test_path_exists() -> None:
     for module, tests in MODULES.items():
         assert (REPO / module).is_file(), module
         for path in tests:
-            assert (REPO / path).exists(), path
+            file, _, name = path.partition("::")  # a path, or a test's node id
+            assert (REPO / file).exists(), path
+            if name:
+                assert f"def {name}(" in (REPO / file).read_text(encoding="utf-8"), path
 
 
 def test_the_equivalents_list_is_read_with_a_reason_each() -> None:

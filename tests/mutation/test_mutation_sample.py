@@ -1,7 +1,7 @@
 """Mutation testing in CI: a fixed sample of mutants of each module in `CI_SAMPLE` (the
 prompt renderer, the session codec, the permission checker's patterns, matching,
-wrappers and policy, and trust) must each be killed by the tests (docs/testing.md,
-"Mutation testing").
+wrappers, policy, bash line reader and path patterns, trust and the files it finds)
+must each be killed by the tests (docs/testing.md, "Mutation testing").
 
 `bench/mutation.py --ci` runs in its own process: it forks one child per mutant, which
 is only safe in a process without threads (pytest-xdist's workers have some).

@@ -241,3 +241,75 @@ def test_an_installed_module_reached_through_a_project_module_is_project_code(
     assert location.roots == (tmp_path.resolve(),)
     assert location.top == tmp_path / f"{unique}.py"
     assert location.in_project
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body, "utf-8")
+
+
+def test_a_name_a_module_imports_relatively_is_found_in_its_package(
+    tmp_path: Path, unique: str
+) -> None:
+    _write(
+        tmp_path,
+        {
+            f"{unique}/__init__.py": "",
+            f"{unique}/mod.py": "from . import other as name\nfrom .sib import thing as th\n",
+            f"{unique}/other.py": "def f():\n    pass\n",
+            f"{unique}/sib/__init__.py": "",
+            f"{unique}/sib/thing.py": "def f():\n    pass\n",
+            f"{unique}/sub/__init__.py": "",
+            f"{unique}/sub/deep.py": "from .. import other as up\n",
+        },
+    )
+    found = {
+        name: locate_module(f"{unique}.{name}", [tmp_path]).path
+        for name in ("mod.name", "mod.th", "sub.deep.up")
+    }
+    assert found == {
+        "mod.name": tmp_path / unique / "other.py",
+        "mod.th": tmp_path / unique / "sib" / "thing.py",
+        "sub.deep.up": tmp_path / unique / "other.py",  # `..` is the package above `sub`
+    }
+
+
+def test_import_a_dot_b_binds_a(tmp_path: Path, unique: str) -> None:
+    _write(
+        tmp_path,
+        {
+            f"{unique}.py": f"import {unique}_pkg.inner\n",
+            f"{unique}_pkg/__init__.py": "",
+            f"{unique}_pkg/inner.py": "def f():\n    pass\n",
+        },
+    )
+    location = locate_module(f"{unique}.{unique}_pkg.inner", [tmp_path])
+    assert location.path == tmp_path / f"{unique}_pkg" / "inner.py"
+    assert location.problem == ""
+
+
+def test_imports_are_followed_eight_modules_deep_and_no_further(
+    tmp_path: Path, unique: str
+) -> None:
+    chain = [f"{unique}_{i}" for i in range(10)]
+    _write(tmp_path, {f"{a}.py": f"import {b} as nxt\n" for a, b in itertools.pairwise(chain)})
+    _write(tmp_path, {f"{chain[-1]}.py": "def f():\n    pass\n"})
+    eight = locate_module(chain[0] + ".nxt" * 8, [tmp_path])
+    assert (eight.path, eight.problem) == (tmp_path / f"{chain[8]}.py", "")
+    nine = locate_module(chain[0] + ".nxt" * 9, [tmp_path])
+    assert nine.path is None
+    assert nine.problem == (
+        f"module `{chain[8]}.nxt` not found: `{chain[8]}` is a module, not a package, and "
+        "imports are followed at most 8 modules deep"
+    )
+    assert locate_module(chain[1] + ".nxt" * 8, [tmp_path]).path == tmp_path / f"{chain[9]}.py"
+
+
+def test_a_module_that_imports_no_such_name_says_so(tmp_path: Path, unique: str) -> None:
+    _write(tmp_path, {f"{unique}.py": "import json\n"})
+    location = locate_module(f"{unique}.missing", [tmp_path])
+    assert location.problem == (
+        f"module `{unique}.missing` not found: `{unique}` is a module, not a package, and "
+        "imports no module as `missing`"
+    )

@@ -161,3 +161,61 @@ def test_reload_asks_again_with_the_question_the_agent_was_built_with(tmp_path: 
         agent.reload()
     assert len(asked) == 1 and "guard.py changed since it was trusted" in asked[0][0]
     assert not marker.exists()
+
+
+def test_a_yes_to_the_reload_question_loads_the_change_and_becomes_the_decision(
+    tmp_path: Path,
+) -> None:
+    manifest = project(tmp_path)
+    marker = tmp_path / "marker"
+    asked: list[list[str]] = []
+
+    def ask(directory: Path, code: list[str]) -> bool:
+        asked.append(code)
+        return True
+
+    agent = build_agent(
+        manifest, provider=ScriptedModel([]), trust=True, ask_trust=ask, record_session=False
+    )
+    (tmp_path / "ext" / "guard.py").write_text(MARKER.format(marker=str(marker)) + EXTENSION)
+    agent.reload()
+    assert marker.exists()
+    assert len(asked) == 1
+    agent.reload()  # the yes covers the changed file now: nothing asked again
+    assert len(asked) == 1
+
+
+def test_a_refused_reload_says_what_was_not_covered_and_what_to_do(tmp_path: Path) -> None:
+    manifest = project(tmp_path)
+    _, agent = run(manifest)
+    (tmp_path / "ext" / "guard.py").write_text(EXTENSION + "\n# changed\n")
+    (tmp_path / "helpers.py").write_text("def f() -> str:\n    return 'hi!'\n")
+    with pytest.raises(TrustError) as raised:
+        agent.reload(trust=False)
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "this code was not covered by the trust decided for the agent:"
+    assert len(lines) == 4, lines  # one line for each changed file
+    assert all(line.startswith("  - ") for line in lines[1:3])
+    assert any("guard.py changed since it was trusted" in line for line in lines[1:3])
+    assert any("helpers.py changed since it was trusted" in line for line in lines[1:3])
+    assert lines[3:] == [
+        "Nothing was reloaded. Read the change; reload with trust (`reload(trust=True)`, RPC "
+        '`reload` with `"trust": true`) or start again.'
+    ]
+
+
+def test_a_reload_with_trust_false_refuses_without_asking(tmp_path: Path) -> None:
+    manifest = project(tmp_path)
+    asked: list[list[str]] = []
+
+    def ask(directory: Path, code: list[str]) -> bool:
+        asked.append(code)
+        return True
+
+    agent = build_agent(
+        manifest, provider=ScriptedModel([]), trust=True, ask_trust=ask, record_session=False
+    )
+    (tmp_path / "ext" / "guard.py").write_text(EXTENSION + "\n# changed\n")
+    with pytest.raises(TrustError, match="Nothing was reloaded"):
+        agent.reload(trust=False)
+    assert asked == []
