@@ -27,7 +27,9 @@ async def _noop(arguments: Mapping[str, Any], context: ToolContext) -> ToolResul
 BASH = Tool("bash", "run", {"type": "object"}, _noop)
 
 
-def gate(tmp_path: Path, approver: Any = None, timeout: float | None = None, **spec: Any) -> PermissionGate:
+def gate(
+    tmp_path: Path, approver: Any = None, timeout: float | None = None, **spec: Any
+) -> PermissionGate:
     policy = PermissionPolicy.from_spec(PermissionsSpec(**spec), workspace=tmp_path)
     return PermissionGate(policy, approver, timeout=timeout)
 

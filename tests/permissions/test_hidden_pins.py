@@ -11,13 +11,14 @@ import asyncio
 from pathlib import Path
 
 from assembler.agent.build import build_agent
+from assembler.permissions import PermissionMode
 from assembler.runner.events import ToolCallResult
 from assembler.testing import ScriptedModel, reply, text, tool_call
 
 SECRET = "TOKEN=hunter2-do-not-show"
 
 
-def listing(root: Path, permissions: str, mode: str = "default") -> tuple[str, str]:
+def listing(root: Path, permissions: str, mode: PermissionMode = "default") -> tuple[str, str]:
     """What `find` and `grep` over the whole workspace show under `permissions`."""
     work = root / "work"
     (work / "secrets").mkdir(parents=True)

@@ -83,3 +83,19 @@ def test_a_deny_rule_denies_the_command_its_pattern_names(tmp_path: Path) -> Non
     policy = PermissionPolicy.from_spec(spec, workspace=tmp_path)
     assert policy.decide("bash", {"command": "git push"}, None).verdict == "deny"
     assert policy.decide("bash", {"command": "git pull"}, None).verdict == "allow"
+
+
+def test_validate_does_not_call_a_wildcard_rule_an_unknown_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git_*` and `mcp_?` name tools that may come at run time: no "no active tool is
+    named" warning; a plain unknown name still gets one."""
+    from assembler.validation.validator import validate_file
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.yaml").write_text(
+        'version: 1\nname: demo\nidentity: x\npermissions:\n  allow: ["git_*", "mcp_?", "wirte"]\n',
+        "utf-8",
+    )
+    lines = [issue.format() for issue in validate_file(Path("agent.yaml")).issues]
+    assert len(lines) == 1 and "no active tool is named `wirte`" in lines[0], lines
