@@ -18,8 +18,10 @@ from assembler.testing import ScriptedModel, reply, text, tool_call
 SECRET = "TOKEN=hunter2-do-not-show"
 
 
-def listing(root: Path, permissions: str, mode: PermissionMode = "default") -> tuple[str, str]:
-    """What `find` and `grep` over the whole workspace show under `permissions`."""
+def listing(
+    root: Path, permissions: str, mode: PermissionMode = "default", **where: str
+) -> tuple[str, str]:
+    """What `find` and `grep` over the workspace (or `path`) show under `permissions`."""
     work = root / "work"
     (work / "secrets").mkdir(parents=True)
     (work / "secrets" / "prod.env").write_text(SECRET + "\n")
@@ -33,7 +35,13 @@ def listing(root: Path, permissions: str, mode: PermissionMode = "default") -> t
     agent = build_agent(
         manifest,
         provider=ScriptedModel(
-            [reply(tool_call("find", pattern="*"), tool_call("grep", pattern="TOKEN")), text("ok")]
+            [
+                reply(
+                    tool_call("find", pattern="*", **where),
+                    tool_call("grep", pattern="TOKEN", **where),
+                ),
+                text("ok"),
+            ]
         ),
         record_session=False,
         permission_mode=mode,
@@ -48,9 +56,11 @@ def listing(root: Path, permissions: str, mode: PermissionMode = "default") -> t
 
 
 def test_a_bare_read_deny_hides_every_file(tmp_path: Path) -> None:
-    found, grepped = listing(tmp_path, "permissions:\n  deny: [read]\n")
-    for shown in (found, grepped):
-        assert "app.py" not in shown and "prod.env" not in shown and "hunter2" not in shown
+    found, grepped = listing(tmp_path / "a", "permissions:\n  deny: [read]\n")
+    hidden = "is hidden by the manifest's `read` deny rules: its content and names are not shown"
+    assert found == grepped == f". {hidden}"
+    found, grepped = listing(tmp_path / "b", "permissions:\n  deny: [read]\n", path="src")
+    assert found == grepped == f"src {hidden}"
 
 
 def test_an_ask_on_read_hides_like_a_deny(tmp_path: Path) -> None:
