@@ -142,9 +142,7 @@ def test_a_directory_rule_inside_a_wider_deny_is_a_warning_that_it_never_applies
     ]
 
 
-@pytest.mark.parametrize(
-    ("pattern", "nested_denied"), [(".", True), ("./.", False), ("**", True)]
-)
+@pytest.mark.parametrize(("pattern", "nested_denied"), [(".", True), ("./.", False), ("**", True)])
 def test_a_lone_dot_is_the_whole_workspace_and_dot_slash_dot_its_top_only(
     tmp_path: Path, pattern: str, nested_denied: bool
 ) -> None:
