@@ -246,12 +246,11 @@ class BudgetPot:
             if limits.cost_usd is not None and price is not None:
                 # the reply tokens the dollars left pay for; floor(x) < n exactly when
                 # x < n (n an integer), so the floor is taken only when it matters
-                replies = (
-                    (limits.cost_usd - pot.cost - pot.reserved_cost - input_cost)
-                    / (price.output * _PER_TOKEN)
-                    if price.output
-                    else output
-                )
+                dollars = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
+                if price.output:
+                    replies = dollars / (price.output * _PER_TOKEN)
+                else:  # free replies: only the input has to fit
+                    replies = math.inf if dollars >= 0 else -1.0
                 if replies < minimum or replies < output:
                     room = math.floor(replies)
                     if room < minimum:
