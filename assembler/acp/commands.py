@@ -2,7 +2,7 @@
 prompt starts with one.
 
 The commands are the built-in ones that make sense in an editor (`/compact`,
-`/session`) and the extensions' own (`api.register_command`), the built-in winning a
+`/session`, `/model`, `/cost`, as in the terminal) and the extensions' own (`api.register_command`), the built-in winning a
 name both have, as in the terminal. The terminal's other commands are the editor's own
 business there (a new thread is `session/new`, a mode is `session/set_mode`), so they
 are not offered.
@@ -28,6 +28,8 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from assembler.errors import AssemblerError
+
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
 
@@ -36,6 +38,8 @@ _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?", re.S)
 BUILTIN: dict[str, tuple[str, str | None]] = {
     "compact": ("Summarise older history to free the context window", "what to keep"),
     "session": ("Session id and file, tokens used, context fill, permission mode", None),
+    "model": ("Show the model, or switch to another for the next turns", "provider:name"),
+    "cost": ("Tokens, cache use and cost so far, and each turn's budget", None),
 }
 """Name -> (description, hint for the argument, None when it takes none)."""
 
@@ -75,6 +79,10 @@ async def run(agent: Agent, command: Invocation) -> str:
         return await _compact(agent, command.argument)
     if command.name == "session":
         return session_text(agent)
+    if command.name == "model":
+        return await _model(agent, command.argument)
+    if command.name == "cost":
+        return "\n".join(agent.state().cost_lines()) + "\n"
     registered = agent.parts.commands[command.name]
     try:
         result: Any = registered.handler(command.argument)
@@ -96,6 +104,18 @@ async def _compact(agent: Agent, focus: str) -> str:
         f"Compacted: {done.summarised} messages summarised, {done.kept} kept verbatim "
         f"(the context held {done.tokens_before:,} tokens)."
     )
+
+
+async def _model(agent: Agent, label: str) -> str:
+    """`/model` shows the model; `/model provider:name` switches to it (checked as
+    `--model` is, recorded in the session); a refused name changes nothing."""
+    if not label:
+        return f"model: {agent.state().model}\n"
+    try:
+        chosen = await agent.set_model(label)
+    except AssemblerError as e:
+        return f"{e}; the model stays {agent.state().model}\n"
+    return f"model: {chosen} from the next turn on (recorded in the session)\n"
 
 
 def session_text(agent: Agent) -> str:

@@ -81,3 +81,48 @@ class AgentState:
         if window:
             return f"context: {tokens:,} of {window:,} tokens ({tokens * 100 // window}%)"
         return f"context: {tokens:,} tokens (window unknown)"
+
+    def cost_lines(self) -> list[str]:
+        """`/cost` (terminal and editor): tokens and cost since the session started,
+        and each turn's budget."""
+        usage = self.usage
+        lines = [
+            f"tokens: {usage.input_tokens:,} in, {usage.output_tokens:,} out; cache: "
+            f"{usage.cache_read_tokens:,} read, {usage.cache_write_tokens:,} written"
+        ]
+        if self.cost_usd is not None:
+            lines.append(f"cost: {_usd(self.cost_usd)} ({self.model})")
+        else:
+            lines.append(f"cost: unknown (no price for {self.model}: set `model.price`)")
+        if self.budget is not None:
+            lines.extend(_budget_lines(self.budget))
+        return lines
+
+
+def _budget_lines(budget: Mapping[str, Any]) -> list[str]:
+    limits: Mapping[str, Any] = budget.get("limits") or {}
+    used: Mapping[str, Any] | None = budget.get("used")
+    lines = ["budget of each turn:" if used is None else "budget of each turn (the last one):"]
+    for name, limit in limits.items():
+        spent = used.get(name) if used is not None else None
+        if spent is None:
+            lines.append(f"  {name}: {_amount(name, limit)}")
+            continue
+        left = max(0, limit - spent)
+        lines.append(
+            f"  {name}: {_amount(name, spent)} of {_amount(name, limit)} used, "
+            f"{_amount(name, left)} left"
+        )
+    return lines
+
+
+def _usd(value: float) -> str:
+    """Dollars to the cent's hundredth; a smaller amount to the millionth."""
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
+def _amount(budget: str, value: float) -> str:
+    # Imported here: front ends that never show a cost do not load the budget module.
+    from assembler.runner.budget import shown_amount
+
+    return shown_amount(budget, value, usd=_usd)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +24,10 @@ import click
 from assembler.cli.prompt_changes import prompt_changes
 from assembler.cli.transcript import tree_lines, turn_ends
 from assembler.errors import ConfigurationError
-from assembler.runner.budget import shown_amount
 from assembler.text import one_line, terminal_safe
 
 if TYPE_CHECKING:
     from assembler.agent.agent import Agent
-    from assembler.agent.state import AgentState
     from assembler.extensions.api import Command
 
 Ask = Callable[[str], Awaitable[str]]
@@ -163,50 +161,8 @@ async def set_model(agent: Agent, name: str) -> None:
 
 
 def show_cost(agent: Agent) -> None:
-    for line in cost_lines(agent.state()):
+    for line in agent.state().cost_lines():
         click.echo(terminal_safe(line), err=True)
-
-
-def cost_lines(state: AgentState) -> list[str]:
-    """`/cost`: tokens and cost since the session started, and each turn's budget."""
-    usage = state.usage
-    lines = [
-        f"tokens: {usage.input_tokens:,} in, {usage.output_tokens:,} out; cache: "
-        f"{usage.cache_read_tokens:,} read, {usage.cache_write_tokens:,} written"
-    ]
-    if state.cost_usd is not None:
-        lines.append(f"cost: {_usd(state.cost_usd)} ({state.model})")
-    else:
-        lines.append(f"cost: unknown (no price for {state.model}: set `model.price`)")
-    if state.budget is not None:
-        lines.extend(_budget_lines(state.budget))
-    return lines
-
-
-def _budget_lines(budget: Mapping[str, Any]) -> list[str]:
-    limits: Mapping[str, Any] = budget.get("limits") or {}
-    used: Mapping[str, Any] | None = budget.get("used")
-    lines = ["budget of each turn:" if used is None else "budget of each turn (the last one):"]
-    for name, limit in limits.items():
-        spent = used.get(name) if used is not None else None
-        if spent is None:
-            lines.append(f"  {name}: {_amount(name, limit)}")
-            continue
-        left = max(0, limit - spent)
-        lines.append(
-            f"  {name}: {_amount(name, spent)} of {_amount(name, limit)} used, "
-            f"{_amount(name, left)} left"
-        )
-    return lines
-
-
-def _usd(value: float) -> str:
-    """Dollars to the cent's hundredth; a smaller amount to the millionth."""
-    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
-
-
-def _amount(budget: str, value: float) -> str:
-    return shown_amount(budget, value, usd=_usd)
 
 
 def quick(agent: Agent, slash: Slash) -> bool:

@@ -40,7 +40,8 @@ def test_commands_are_advertised_and_run(tmp_path: Path) -> None:
             (update,) = editor.announced(session)
             assert isinstance(update, AvailableCommandsUpdate)
             offered = {c.name: c for c in update.available_commands}
-            assert list(offered) == ["compact", "session", "boom", "greet"]
+            assert list(offered) == ["compact", "session", "model", "cost", "boom", "greet"]
+            assert offered["model"].input is not None and offered["cost"].input is None
             assert offered["greet"].description == "Says hello. (extension `ext`)"
             assert offered["compact"].input is not None
             assert offered["compact"].input.root.hint == "what to keep"
@@ -70,3 +71,43 @@ def test_commands_are_advertised_and_run(tmp_path: Path) -> None:
     records = next((tmp_path / "s").glob("*.jsonl")).read_text()
     assert records.count('"role":"user"') == 1
     assert "/usr/bin/env is missing" in records
+
+
+def test_model_and_cost_commands(tmp_path: Path) -> None:
+    """`/model` shows and switches the model (a refused name changes nothing), `/cost`
+    shows tokens and cost, as in the terminal; the switch reaches the next turn."""
+    (tmp_path / "second.yaml").write_text(
+        "- text: From the second script.\n  usage: {input_tokens: 1000, output_tokens: 10}\n"
+    )
+    agent = manifest(tmp_path, SCRIPT)
+    editor = Editor()
+
+    async def scenario() -> None:
+        async with serving(
+            agent, "--trust", "--session-dir", str(tmp_path / "s"), editor=editor
+        ) as acp:
+            session = await acp.start()
+            shown = ""
+
+            async def said(prompt: str) -> str:
+                nonlocal shown
+                await acp.prompt(session, prompt)
+                text = editor.text(session).removeprefix(shown)
+                shown = editor.text(session)
+                return text
+
+            assert (await said("/model")).startswith("model: scripted:")
+            refused = await said("/model nocolon")
+            assert "the model stays scripted:" in refused
+            switched = await said(f"/model scripted:{tmp_path / 'second.yaml'}")
+            assert (
+                switched.startswith("model: scripted:") and "second.yaml from the next" in switched
+            )
+            assert await said("Which script?") == "From the second script."
+            cost = await said("/cost")
+            assert cost.startswith("tokens: 1,000 in, 10 out; cache: 0 read, 0 written\n")
+            assert "cost: unknown (no price for scripted:" in cost
+
+    asyncio.run(scenario())
+    records = next((tmp_path / "s").glob("*.jsonl")).read_text()
+    assert '"type":"model"' in records and "second.yaml" in records
