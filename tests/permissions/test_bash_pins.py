@@ -398,3 +398,56 @@ def test_a_line_break_in_quotes_while_a_here_document_waits_is_asked_about(
     assert "a line break inside quotes while a here-document waits for its body" in (
         decision.reason
     )
+
+
+WORDS = PermissionsSpec(
+    default="allow", allow=("bash(rm *)", "bash(true)"), deny=("bash(rm -rf *)", "bash(diff * b)")
+)
+"""Rules whose answer depends on where a word ends and whether it is literal."""
+
+
+def test_a_process_substitution_and_the_text_after_it_are_one_word(tmp_path: Path) -> None:
+    commands = parse_command_line("diff <(true)b").commands
+    (diff,) = [c for c in commands if c.words[0] == "diff"]
+    assert len(diff.words) == 2  # `diff` and `/dev/fd/63b`, not `b` on its own
+    joined = decide(tmp_path, "diff <(true)b", WORDS)
+    assert joined.verdict == "ask"  # `bash(diff * b)` may match once the path is known
+    assert "may match once the line's expansions are known" in joined.reason
+    assert decide(tmp_path, "diff <(true) b", WORDS).verdict == "deny"
+
+
+def test_an_unmatched_brace_is_a_literal_word_a_deny_rule_cannot_reach(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "rm notes{old", WORDS)
+    assert (decision.verdict, decision.rule) == ("allow", "bash(rm *)")
+    assert decide(tmp_path, "rm notes{old,new}", WORDS).verdict == "ask"  # brace expansion
+
+
+@needs_bash
+def test_real_bash_reads_those_words_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "printf '[%s]' <(true)b notes{old"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout.startswith(b"[/dev/fd/") and done.stdout.endswith(b"b][notes{old]")
+    assert done.stdout.count(b"[") == 2
+
+
+def test_a_here_document_delimiter_written_with_backslashes_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    # Only `WORD`, `'WORD'` and `"WORD"` are modeled; `\E\O\F` is refused, not guessed.
+    decision = decide(tmp_path, "cat <<\\E\\O\\F\nbody\nEOF\n", WORDS)
+    assert decision.verdict == "ask"
+    assert "the here-document delimiter `\\E\\O\\F` is partly quoted or not a plain word" in (
+        decision.reason
+    )
+
+
+def test_a_backquote_inside_double_quotes_is_named_in_the_question(tmp_path: Path) -> None:
+    decision = decide(tmp_path, 'echo "today: `date`"', ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "a backquote command substitution (its escaping rules nest)" in decision.reason
