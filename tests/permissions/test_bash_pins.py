@@ -451,3 +451,68 @@ def test_a_backquote_inside_double_quotes_is_named_in_the_question(tmp_path: Pat
     decision = decide(tmp_path, 'echo "today: `date`"', ASK_ONLY)
     assert decision.verdict == "ask"
     assert "a backquote command substitution (its escaping rules nest)" in decision.reason
+
+
+ANSI_C_REST = "echo $'\\\\\\'\\\"\\?\\a\\b\\n\\t\\v'"
+"""The other `$'...'` escapes the recognizer models."""
+
+
+def test_the_other_ansi_c_escapes_read_as_bash_reads_them(tmp_path: Path) -> None:
+    (command,) = parse_command_line(ANSI_C_REST).commands
+    assert command.words == ("echo", "\\'\"?\a\b\n\t\v")
+
+
+@needs_bash
+def test_real_bash_reads_the_other_ansi_c_escapes_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", ANSI_C_REST.replace("echo", "printf %s", 1)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"\\'\"?\a\b\n\t\v"
+
+
+def test_an_unterminated_ansi_c_string_is_asked_about(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "echo $'notes", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "an unterminated `$'`" in decision.reason
+
+
+def test_an_ansi_c_word_on_a_here_document_line_is_read(tmp_path: Path) -> None:
+    spec = PermissionsSpec(default="ask", allow=("bash(cat *)",))
+    decision = decide(tmp_path, "cat <<EOF $'notes.txt'\nbody\nEOF\n", spec)
+    assert (decision.verdict, decision.rule) == ("allow", "bash(cat *)")
+
+
+def test_the_length_of_the_previous_commands_last_argument_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    decision = decide(tmp_path, "echo ${#_}", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "`${#_}`: an expansion with an operator" in decision.reason
+
+
+LITERAL_BRACKETS = ("notes}", "a}{b", "a][b", "x]y[z")
+"""Words with a brace or bracket that bash leaves as they are (no pattern, no list)."""
+
+
+def test_stray_braces_and_brackets_are_literal_words(tmp_path: Path) -> None:
+    for word in LITERAL_BRACKETS:
+        decision = decide(tmp_path, f"rm {word}", WORDS)
+        assert (decision.verdict, decision.rule) == ("allow", "bash(rm *)"), word
+
+
+@needs_bash
+def test_real_bash_leaves_those_words_as_they_are(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "printf '[%s]' " + " ".join(LITERAL_BRACKETS)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"".join(b"[%s]" % w.encode() for w in LITERAL_BRACKETS)
