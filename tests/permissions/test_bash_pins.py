@@ -516,3 +516,34 @@ def test_real_bash_leaves_those_words_as_they_are(tmp_path: Path) -> None:
         timeout=30,
     )
     assert done.stdout == b"".join(b"[%s]" % w.encode() for w in LITERAL_BRACKETS)
+
+
+def test_a_variable_whose_name_holds_digits_may_reach_a_deny_rule(tmp_path: Path) -> None:
+    # `$name1` is one variable (bash: `name1=a.txt; rm $name1` removes a.txt), not `$name`
+    # followed by `1`: the deny rule may match once it is known.
+    spec = PermissionsSpec(default="allow", allow=("bash(rm *)",), deny=("bash(rm *.txt)",))
+    decision = decide(tmp_path, "rm $name1", spec)
+    assert decision.verdict == "ask"
+    assert "`bash(rm *.txt)` may match once the line's expansions are known" in decision.reason
+
+
+def test_an_empty_quoted_word_is_a_word(tmp_path: Path) -> None:
+    (command,) = parse_command_line('echo "" notes').commands
+    assert command.words == ("echo", "", "notes")
+    decision = decide(tmp_path, 'echo "" notes', PermissionsSpec(allow=("bash(echo *)",)))
+    assert (decision.verdict, decision.rule) == ("allow", "bash(echo *)")
+    # an empty command name (bash: "command not found") is still decided, by the default
+    assert decide(tmp_path, '"" notes', ASK_ONLY).verdict == "ask"
+
+
+@needs_bash
+def test_real_bash_reads_the_digits_and_the_empty_word_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "name=x; name1=a.txt; printf '[%s]' $name1 \"\" notes"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"[a.txt][][notes]"
