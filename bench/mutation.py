@@ -80,6 +80,33 @@ MODULES: dict[str, tuple[str, ...]] = {
     "assembler/permissions/bash_reader.py": ("tests/permissions",),
     "assembler/permissions/bash_grammar.py": ("tests/permissions",),
     "assembler/permissions/bash_builtins.py": ("tests/permissions",),
+    "assembler/permissions/gate.py": (
+        "tests/permissions/test_gate.py",
+        "tests/permissions/test_gate_pins.py",
+        "tests/cli/test_approval.py",
+        "tests/security/test_approval_display.py",
+        "tests/security/test_session_allow_anchor.py",
+        "tests/rpc/test_sessions_and_permissions.py",
+    ),
+    "assembler/permissions/rules.py": (
+        "tests/permissions",
+        "tests/security/test_read_deny_listings.py",
+    ),
+    "assembler/permissions/subjects.py": (
+        "tests/permissions",
+        "tests/security/test_session_allow_anchor.py",
+    ),
+    "assembler/permissions/hidden.py": (
+        "tests/permissions",
+        "tests/security/test_read_deny_listings.py",
+    ),
+    "assembler/permissions/call_text.py": (
+        "tests/permissions/test_call_text_pins.py",
+        "tests/security/test_approval_display.py",
+        "tests/cli/test_approval.py",
+        "tests/permissions/test_gate.py",
+        "tests/rpc/test_sessions_and_permissions.py",
+    ),
     "assembler/trust.py": _TRUST,
     "assembler/trust_files.py": _TRUST,
     "assembler/agent/trusting.py": (

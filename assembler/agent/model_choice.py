@@ -74,7 +74,7 @@ def choose_model(
         assert spec is not None
         provider, name = spec.provider, spec.name
     options = dict(spec.options)
-    if spec.script is not None:
+    if spec.script is not None and name == spec.name:  # `scripted:<other file>` is its own
         options["script"] = str(spec.script)
     settings = manifest_settings(manifest) or ModelSettings()
     if not settings.max_tokens:  # the model family's own reply limit, where known

@@ -5,9 +5,10 @@ that model).
 A switch goes through the same checks as `--model` (`check_model`: a known provider,
 sensible options, the provider's SDK and key), then replaces, together, everything
 the runner keeps about its model: the provider, the settings and name sent with each
-request, the reply limit, the context window, the price the meter charges, and the
-endpoint banners show. The session records it as a `model` entry on the branch, so a
-resumed session (`--continue`, `--resume`) uses the model it was left with.
+request, the reply limit, the context window, the price the meter charges, the
+endpoint banners show, the model memory asks and the names telemetry spans carry.
+The session records it as a `model` entry on the branch, so a resumed session
+(`--continue`, `--resume`) uses the model it was left with.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from assembler.agent.model_choice import (
     create_model_provider,
     shown_endpoint,
 )
-from assembler.agent.services import traced_provider
+from assembler.agent.services import telemetry_endpoint, traced_provider
 from assembler.errors import ConfigurationError, SessionError
 from assembler.providers.windows import context_window, max_output_tokens
 
@@ -61,6 +62,8 @@ def switch_model(
     provider = create_model_provider(choice, environment, assembly.providers)
     telemetry = assembly.telemetry
     runner.provider = traced_provider(provider, telemetry)
+    if assembly.memory is not None:  # selection and extraction ask the new model
+        assembly.memory.use_model(runner.provider, choice.name)
     runner.settings = choice.settings
     runner.model_name = choice.name
     runner.label = provider.name
@@ -71,6 +74,9 @@ def switch_model(
     meter.price = choice.price
     if telemetry is not None:
         telemetry.price = choice.price
+        telemetry.switch_model(
+            choice.provider, choice.name, telemetry_endpoint(choice, environment)
+        )
     return choice, provider
 
 

@@ -45,8 +45,7 @@ def create_telemetry(
     installed (then nothing is wrapped)."""
     if choice is not None:
         provider_name, model = choice.provider, choice.name
-        endpoint = effective_base_url(choice.provider, choice.base_url, env)
-        endpoint = endpoint or OFFICIAL_BASE_URLS.get(choice.provider)
+        endpoint = telemetry_endpoint(choice, env)
     else:  # a ready provider (`build_agent(provider=...)`): its `provider:model` name
         provider_name, _, model = (provider.name if provider else "").partition(":")
         endpoint = None
@@ -58,6 +57,12 @@ def create_telemetry(
         endpoint=endpoint,
         env=env,
     )
+
+
+def telemetry_endpoint(choice: ModelChoice, env: Mapping[str, str]) -> str | None:
+    """The server a model's requests go to, for spans' `server.address`."""
+    endpoint = effective_base_url(choice.provider, choice.base_url, env)
+    return endpoint or OFFICIAL_BASE_URLS.get(choice.provider)
 
 
 def traced_provider(provider: ModelProvider, telemetry: AgentTelemetry | None) -> ModelProvider:

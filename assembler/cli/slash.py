@@ -24,6 +24,7 @@ import click
 from assembler.cli.prompt_changes import prompt_changes
 from assembler.cli.transcript import tree_lines, turn_ends
 from assembler.errors import ConfigurationError
+from assembler.runner.budget import shown_amount
 from assembler.text import one_line, terminal_safe
 
 if TYPE_CHECKING:
@@ -205,11 +206,7 @@ def _usd(value: float) -> str:
 
 
 def _amount(budget: str, value: float) -> str:
-    if budget == "cost_usd":
-        return _usd(value)
-    if budget == "wall_time":
-        return f"{value:.1f}s"
-    return f"{int(value):,}"
+    return shown_amount(budget, value, usd=_usd)
 
 
 def quick(agent: Agent, slash: Slash) -> bool:

@@ -84,6 +84,12 @@ class MemorySession:
         store = MemoryStore.open(policy.store, policy)
         return cls(store, policy, provider, policy.injection == "message", model=model)
 
+    def use_model(self, provider: ModelProvider, model: str) -> None:
+        """After a switch (`/model`): selection and extraction ask the new model (the
+        old one's provider is closed)."""
+        self.provider, self.model = provider, model
+        self._selector.provider, self._selector.model = provider, model
+
     # -- each turn -----------------------------------------------------------------
 
     async def select(self, user_message: str) -> tuple[MemoryEntry, ...]:

@@ -46,8 +46,8 @@ class BudgetStop:
 
     def message(self) -> str:
         return (
-            f"the {self.scope} budget `{self.budget}` is spent: used {_shown(self.budget, self.used)} "
-            f"of {_shown(self.budget, self.limit)}"
+            f"the {self.scope} budget `{self.budget}` is spent: used {shown_amount(self.budget, self.used)} "
+            f"of {shown_amount(self.budget, self.limit)}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,9 +57,10 @@ class BudgetStop:
         return {"budget": self.budget, "limit": self.limit, "used": used, "scope": self.scope}
 
 
-def _shown(budget: str, value: float) -> str:
+def shown_amount(budget: str, value: float, usd: Callable[[float], str] = format_cost) -> str:
+    """An amount of `budget` as people read it (`usd` writes dollars)."""
     if budget == "cost_usd":
-        return format_cost(value)
+        return usd(value)
     if budget == "wall_time":
         return f"{value:,.1f} s"
     return f"{int(value):,}"
@@ -246,12 +247,11 @@ class BudgetPot:
             if limits.cost_usd is not None and price is not None:
                 # the reply tokens the dollars left pay for; floor(x) < n exactly when
                 # x < n (n an integer), so the floor is taken only when it matters
-                replies = (
-                    (limits.cost_usd - pot.cost - pot.reserved_cost - input_cost)
-                    / (price.output * _PER_TOKEN)
-                    if price.output
-                    else output
-                )
+                dollars = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
+                if price.output:
+                    replies = dollars / (price.output * _PER_TOKEN)
+                else:  # free replies: only the input has to fit
+                    replies = math.inf if dollars >= 0 else -1.0
                 if replies < minimum or replies < output:
                     room = math.floor(replies)
                     if room < minimum:

@@ -118,6 +118,8 @@ class Meter:
         if bounded and MIN_REPLY <= room < limit:
             limit = room
         minimum = MIN_REPLY + THINKING_MINIMUM if settings.thinking_budget else MIN_REPLY
+        if asked and asked < minimum:  # a smaller reply asked for needs only its own room
+            minimum = asked
         held: Held | None = None
         if pot is not None:
             taken = pot.hold(estimate, self.price, limit, minimum, self.last_input)

@@ -115,6 +115,11 @@ class AgentTelemetry:
             content=content_wanted(env or {}),
         )
 
+    def switch_model(self, provider_name: str, model: str, endpoint: str | None) -> None:
+        """After a switch (`/model`): later spans name the new model and its server."""
+        self.provider_name, self.model = provider_name, model
+        self.server_address, self.server_port = _server(endpoint)
+
     def common(self) -> dict[str, AttributeValue]:
         """Attributes every span carries: provider, agent and conversation."""
         attributes: dict[str, AttributeValue] = {

@@ -234,3 +234,26 @@ def test_memory_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert assemble(capsys, "memory", "remove", manifest, "style").out == "removed style\n"
     missing = assemble(capsys, "memory", "remove", manifest, "style")
     assert missing.code == 1 and "no memory named `style`" in missing.err
+
+
+def test_after_a_model_switch_memory_selection_asks_the_new_model(tmp_path: Path) -> None:
+    """`/model` (Agent.set_model) closes the first model's provider: memory selection
+    must ask the model switched to, not the closed one."""
+    seed(tmp_path)
+    (tmp_path / "first.yaml").write_text("- text: never asked\n")
+    (tmp_path / "second.yaml").write_text("- text: '[\"deploy-window\"]'\n- text: Not on Friday.\n")
+    manifest = project(
+        tmp_path, strategy="model", model="  provider: scripted\n  script: first.yaml\n"
+    )
+    agent = build_agent(load_manifest(manifest), trust=True, record_session=False)
+
+    async def go() -> list[Any]:
+        async with agent:
+            await agent.set_model(f"scripted:{tmp_path / 'second.yaml'}")
+            return [e async for e in agent.stream("When can we deploy?")]
+
+    events = asyncio.run(go())
+    assert events[-1].reason == "completed", events[-1]
+    assert events[-1].text == "Not on Friday."
+    assert not [e for e in events if e.kind == "diagnostic"], events
+    assert agent.memory is not None and agent.memory.model.endswith("second.yaml")

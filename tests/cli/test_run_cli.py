@@ -180,3 +180,25 @@ def test_ctrl_c_cancels_the_turn_not_the_session(shipping: Path) -> None:
     assert "(turn cancelled)" in err
     assert "after the cancel" in out
     assert live_processes_with(seconds) == []
+
+
+def test_model_names_another_script_than_the_manifests_script_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--model scripted:<file>` replays that file, also when the manifest names its
+    own with `script:` (the option belongs to the manifest's model, not another)."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "own.yaml").write_text("- text: the manifest's script\n")
+    (tmp_path / "other.yaml").write_text("- text: the other script\n")
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        "version: 1\nname: replayed\nidentity: Replays.\nworkspace: ws\n"
+        "model:\n  provider: scripted\n  script: own.yaml\n"
+    )
+    own = assemble(capsys, "run", str(manifest), "--trust", "--no-session", "-p", "hi")
+    assert (own.code, own.out) == (0, "the manifest's script\n"), own.err
+    other = assemble(
+        capsys, "run", str(manifest), "--trust", "--no-session",
+        "--model", "scripted:other.yaml", "-p", "hi",
+    )  # fmt: skip
+    assert (other.code, other.out) == (0, "the other script\n"), other.err

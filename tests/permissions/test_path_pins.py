@@ -140,3 +140,14 @@ def test_a_directory_rule_inside_a_wider_deny_is_a_warning_that_it_never_applies
         "`edit(src/)` never applies: `edit(src/**)` in `deny` (permissions.deny[0]) matches "
         "the same calls first [permissions.allow[0]]"
     ]
+
+
+@pytest.mark.parametrize(("pattern", "nested_denied"), [(".", True), ("./.", False), ("**", True)])
+def test_a_lone_dot_is_the_whole_workspace_and_dot_slash_dot_its_top_only(
+    tmp_path: Path, pattern: str, nested_denied: bool
+) -> None:
+    """README: `.` alone is the workspace and everything in it; `./.` the top only."""
+    (tmp_path / "src" / "deep").mkdir(parents=True)
+    spec = PermissionsSpec(default="allow", deny=(f"ls({pattern})",))
+    assert verdict(tmp_path, spec, "ls", path=".") == "deny"
+    assert (verdict(tmp_path, spec, "ls", path="src/deep") == "deny") is nested_denied

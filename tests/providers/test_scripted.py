@@ -73,24 +73,25 @@ def test_a_mapping_with_steps_is_accepted(tmp_path: Path) -> None:
     assert [s.message.text for s in steps] == ["hi", "hello"]
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("a: 1\n", "a script must be a list of steps"),
-        ("- 42\n", "step 1: must be a mapping with `text` and/or `tool_calls`"),
-        (
-            "- {txt: hi}\n",
-            "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage, reasoning",
-        ),
-        ("- {id: x}\n", "step 1: needs `text`, `tool_calls`, or both"),
-        ("- {text: [1]}\n", "step 1: `text` must be a string"),
-        ("- text: ok\n- {tool_calls: [{arguments: {}}]}\n", "step 2: a tool call needs a `name`"),
-        ("- {tool_calls: {name: read}}\n", "`tool_calls` must be a list"),
-        ("- {tool_calls: [{name: read, arguments: [1]}]}\n", "`arguments` must be a mapping"),
-        ("- {tool_calls: [{name: read, args: {}}]}\n", "unknown key(s) args"),
-        ("- {text: hi, usage: {input_tokens: many}}\n", "`usage` must be"),
-    ],
-)
+MALFORMED_SCRIPTS = [
+    ("a: 1\n", "a script must be a list of steps"),
+    ("- 42\n", "step 1: must be a mapping with `text` and/or `tool_calls`"),
+    (
+        "- {txt: hi}\n",
+        "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage, reasoning",
+    ),
+    ("- {id: x}\n", "step 1: needs `text`, `tool_calls`, or both"),
+    ("- {text: [1]}\n", "step 1: `text` must be a string"),
+    ("- text: ok\n- {tool_calls: [{arguments: {}}]}\n", "step 2: a tool call needs a `name`"),
+    ("- {tool_calls: {name: read}}\n", "`tool_calls` must be a list"),
+    ("- {tool_calls: [{name: read, arguments: [1]}]}\n", "`arguments` must be a mapping"),
+    ("- {tool_calls: [{name: read, args: {}}]}\n", "unknown key(s) args"),
+    ("- {text: hi, usage: {input_tokens: many}}\n", "`usage` must be"),
+]
+"""Scripts a run refuses, and what the message says."""
+
+
+@pytest.mark.parametrize(("text", "expected"), MALFORMED_SCRIPTS)
 def test_malformed_scripts_name_the_file_and_step(tmp_path: Path, text: str, expected: str) -> None:
     path = write(tmp_path, text, "bad.yaml")
     with pytest.raises(ManifestError) as info:
@@ -100,24 +101,7 @@ def test_malformed_scripts_name_the_file_and_step(tmp_path: Path, text: str, exp
     assert expected in message
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("a: 1\n", "a script must be a list of steps"),
-        ("- 42\n", "step 1: must be a mapping with `text` and/or `tool_calls`"),
-        (
-            "- {txt: hi}\n",
-            "step 1: unknown key(s) txt; allowed: text, tool_calls, id, usage, reasoning",
-        ),
-        ("- {id: x}\n", "step 1: needs `text`, `tool_calls`, or both"),
-        ("- {text: [1]}\n", "step 1: `text` must be a string"),
-        ("- text: ok\n- {tool_calls: [{arguments: {}}]}\n", "step 2: a tool call needs a `name`"),
-        ("- {tool_calls: {name: read}}\n", "`tool_calls` must be a list"),
-        ("- {tool_calls: [{name: read, arguments: [1]}]}\n", "`arguments` must be a mapping"),
-        ("- {tool_calls: [{name: read, args: {}}]}\n", "unknown key(s) args"),
-        ("- {text: hi, usage: {input_tokens: many}}\n", "`usage` must be"),
-    ],
-)
+@pytest.mark.parametrize(("text", "expected"), MALFORMED_SCRIPTS)
 def test_check_script_refuses_what_load_script_refuses(
     tmp_path: Path, text: str, expected: str
 ) -> None:

@@ -271,3 +271,39 @@ def test_a_reply_cut_inside_a_tool_call_is_never_run_and_retried_once_larger() -
     assert isinstance(end, RunEnd) and end.reason == "completed"
     # both cut replies were paid for, each counted once
     assert end.usage.input_tokens == 20 and end.usage.output_tokens == 10
+
+
+def _one_answer(max_tokens: int | None, meter: Meter) -> list[Any]:
+    """A run whose model answers at once, with the manifest's `max_tokens`."""
+    from assembler.messages import ModelSettings
+
+    def reply(request: ModelRequest) -> ResponseDone:
+        return ResponseDone(
+            AssistantMessage(text="done"), Usage(input_tokens=10, output_tokens=5), "stop"
+        )
+
+    return run(
+        runner_with(FunctionModel(reply), [], meter, settings=ModelSettings(max_tokens=max_tokens))
+    )
+
+
+def test_a_cost_budget_on_a_model_with_free_replies_charges_only_the_input() -> None:
+    """A priced model whose output costs nothing (a local model priced per input, or a
+    price override) with a small `max_tokens`: the request fits; it is not refused."""
+    meter = Meter(limits=BudgetLimits(cost_usd=1.0), price=Price(input=3, output=0))
+    end = _one_answer(100, meter)[-1]
+    assert isinstance(end, RunEnd) and end.reason == "completed", end
+
+
+def test_a_cost_budget_on_free_replies_still_stops_when_the_input_alone_is_over() -> None:
+    meter = Meter(limits=BudgetLimits(cost_usd=1e-9), price=Price(input=3, output=0))
+    end = _one_answer(100, meter)[-1]
+    assert isinstance(end, RunEnd) and end.reason == "budget"
+    assert end.budget is not None and end.budget["budget"] == "cost_usd"
+
+
+def test_a_small_max_tokens_that_fits_the_budget_is_not_refused() -> None:
+    """`max_tokens: 100` asks for less than the smallest reply the runner holds room for
+    by default (256): the budget only needs room for the 100 asked."""
+    end = _one_answer(100, Meter(limits=BudgetLimits(tokens=200)))[-1]
+    assert isinstance(end, RunEnd) and end.reason == "completed", end

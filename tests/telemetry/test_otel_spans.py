@@ -483,3 +483,26 @@ def test_permission_decisions_are_on_the_tool_spans(
     assert attrs(read)["assembler.permission.rule"] == "read"
     (missing,) = spans["execute_tool nonexistent"]
     assert attrs(missing)["error.type"] == "not_run"
+
+
+def test_spans_after_a_model_switch_name_the_new_model(
+    tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """`/model` (Agent.set_model): the next run's spans carry the model it switched to."""
+    manifest = project(tmp_path)
+    (tmp_path / "second.yaml").write_text("- text: Switched.\n")
+    agent = build_agent(load_manifest(manifest), session_dir=tmp_path / "sessions", trust=True)
+
+    async def go() -> None:
+        async with agent:
+            await agent.set_model(f"scripted:{tmp_path / 'second.yaml'}")
+            async for _ in agent.stream("And now?"):
+                pass
+
+    asyncio.run(go())
+    spans = by_name(exporter)
+    (run,) = spans["invoke_agent notes-reader"]
+    assert attrs(run)["gen_ai.request.model"].endswith("second.yaml")
+    (chat,) = [s for name, group in spans.items() if name.startswith("chat") for s in group]
+    assert chat.name.endswith("second.yaml"), chat.name
+    assert attrs(chat)["gen_ai.request.model"].endswith("second.yaml")
