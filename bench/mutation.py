@@ -56,6 +56,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         # not test_parse_threads.py: a thread stress test, 25 s, and it fails after
         # test_parse_cache.py in one process (an AST recursion-depth SystemError)
         "tests/python_refs/test_parse_cache.py",
+        "tests/python_refs/test_locations.py",
         "tests/python_refs/test_python_refs_pins.py",
         "tests/python_refs/test_import_pins.py",
         "tests/validation",

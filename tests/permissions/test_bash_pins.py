@@ -398,3 +398,152 @@ def test_a_line_break_in_quotes_while_a_here_document_waits_is_asked_about(
     assert "a line break inside quotes while a here-document waits for its body" in (
         decision.reason
     )
+
+
+WORDS = PermissionsSpec(
+    default="allow", allow=("bash(rm *)", "bash(true)"), deny=("bash(rm -rf *)", "bash(diff * b)")
+)
+"""Rules whose answer depends on where a word ends and whether it is literal."""
+
+
+def test_a_process_substitution_and_the_text_after_it_are_one_word(tmp_path: Path) -> None:
+    commands = parse_command_line("diff <(true)b").commands
+    (diff,) = [c for c in commands if c.words[0] == "diff"]
+    assert len(diff.words) == 2  # `diff` and `/dev/fd/63b`, not `b` on its own
+    joined = decide(tmp_path, "diff <(true)b", WORDS)
+    assert joined.verdict == "ask"  # `bash(diff * b)` may match once the path is known
+    assert "may match once the line's expansions are known" in joined.reason
+    assert decide(tmp_path, "diff <(true) b", WORDS).verdict == "deny"
+
+
+def test_an_unmatched_brace_is_a_literal_word_a_deny_rule_cannot_reach(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "rm notes{old", WORDS)
+    assert (decision.verdict, decision.rule) == ("allow", "bash(rm *)")
+    assert decide(tmp_path, "rm notes{old,new}", WORDS).verdict == "ask"  # brace expansion
+
+
+@needs_bash
+def test_real_bash_reads_those_words_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "printf '[%s]' <(true)b notes{old"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout.startswith(b"[/dev/fd/") and done.stdout.endswith(b"b][notes{old]")
+    assert done.stdout.count(b"[") == 2
+
+
+def test_a_here_document_delimiter_written_with_backslashes_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    # Only `WORD`, `'WORD'` and `"WORD"` are modeled; `\E\O\F` is refused, not guessed.
+    decision = decide(tmp_path, "cat <<\\E\\O\\F\nbody\nEOF\n", WORDS)
+    assert decision.verdict == "ask"
+    assert "the here-document delimiter `\\E\\O\\F` is partly quoted or not a plain word" in (
+        decision.reason
+    )
+
+
+def test_a_backquote_inside_double_quotes_is_named_in_the_question(tmp_path: Path) -> None:
+    decision = decide(tmp_path, 'echo "today: `date`"', ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "a backquote command substitution (its escaping rules nest)" in decision.reason
+
+
+ANSI_C_REST = "echo $'\\\\\\'\\\"\\?\\a\\b\\n\\t\\v'"
+"""The other `$'...'` escapes the recognizer models."""
+
+
+def test_the_other_ansi_c_escapes_read_as_bash_reads_them(tmp_path: Path) -> None:
+    (command,) = parse_command_line(ANSI_C_REST).commands
+    assert command.words == ("echo", "\\'\"?\a\b\n\t\v")
+
+
+@needs_bash
+def test_real_bash_reads_the_other_ansi_c_escapes_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", ANSI_C_REST.replace("echo", "printf %s", 1)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"\\'\"?\a\b\n\t\v"
+
+
+def test_an_unterminated_ansi_c_string_is_asked_about(tmp_path: Path) -> None:
+    decision = decide(tmp_path, "echo $'notes", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "an unterminated `$'`" in decision.reason
+
+
+def test_an_ansi_c_word_on_a_here_document_line_is_read(tmp_path: Path) -> None:
+    spec = PermissionsSpec(default="ask", allow=("bash(cat *)",))
+    decision = decide(tmp_path, "cat <<EOF $'notes.txt'\nbody\nEOF\n", spec)
+    assert (decision.verdict, decision.rule) == ("allow", "bash(cat *)")
+
+
+def test_the_length_of_the_previous_commands_last_argument_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    decision = decide(tmp_path, "echo ${#_}", ASK_ONLY)
+    assert decision.verdict == "ask"
+    assert "`${#_}`: an expansion with an operator" in decision.reason
+
+
+LITERAL_BRACKETS = ("notes}", "a}{b", "a][b", "x]y[z")
+"""Words with a brace or bracket that bash leaves as they are (no pattern, no list)."""
+
+
+def test_stray_braces_and_brackets_are_literal_words(tmp_path: Path) -> None:
+    for word in LITERAL_BRACKETS:
+        decision = decide(tmp_path, f"rm {word}", WORDS)
+        assert (decision.verdict, decision.rule) == ("allow", "bash(rm *)"), word
+
+
+@needs_bash
+def test_real_bash_leaves_those_words_as_they_are(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "printf '[%s]' " + " ".join(LITERAL_BRACKETS)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"".join(b"[%s]" % w.encode() for w in LITERAL_BRACKETS)
+
+
+def test_a_variable_whose_name_holds_digits_may_reach_a_deny_rule(tmp_path: Path) -> None:
+    # `$name1` is one variable (bash: `name1=a.txt; rm $name1` removes a.txt), not `$name`
+    # followed by `1`: the deny rule may match once it is known.
+    spec = PermissionsSpec(default="allow", allow=("bash(rm *)",), deny=("bash(rm *.txt)",))
+    decision = decide(tmp_path, "rm $name1", spec)
+    assert decision.verdict == "ask"
+    assert "`bash(rm *.txt)` may match once the line's expansions are known" in decision.reason
+
+
+def test_an_empty_quoted_word_is_a_word(tmp_path: Path) -> None:
+    (command,) = parse_command_line('echo "" notes').commands
+    assert command.words == ("echo", "", "notes")
+    decision = decide(tmp_path, 'echo "" notes', PermissionsSpec(allow=("bash(echo *)",)))
+    assert (decision.verdict, decision.rule) == ("allow", "bash(echo *)")
+    # an empty command name (bash: "command not found") is still decided, by the default
+    assert decide(tmp_path, '"" notes', ASK_ONLY).verdict == "ask"
+
+
+@needs_bash
+def test_real_bash_reads_the_digits_and_the_empty_word_the_same_way(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "name=x; name1=a.txt; printf '[%s]' $name1 \"\" notes"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.stdout == b"[a.txt][][notes]"

@@ -11,6 +11,7 @@ a failed import leaves no half-made module behind.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import itertools
 import sys
@@ -313,3 +314,135 @@ def test_a_module_that_imports_no_such_name_says_so(tmp_path: Path, unique: str)
         f"module `{unique}.missing` not found: `{unique}` is a module, not a package, and "
         "imports no module as `missing`"
     )
+
+
+def test_a_name_imported_among_others_is_that_module(tmp_path: Path, unique: str) -> None:
+    """`shim.second` where `shim.py` says `from pkg import first, second` is
+    `pkg/second.py`, not the first name of the import."""
+    _write(
+        tmp_path,
+        {
+            f"{unique}.py": f"from {unique}_pkg import first, second\n",
+            f"{unique}_pkg/__init__.py": "",
+            f"{unique}_pkg/first.py": "def f():\n    pass\n",
+            f"{unique}_pkg/second.py": "def f():\n    pass\n",
+        },
+    )
+    found = {
+        name: locate_module(f"{unique}.{name}", [tmp_path]).path for name in ("first", "second")
+    }
+    assert found == {
+        "first": tmp_path / f"{unique}_pkg" / "first.py",
+        "second": tmp_path / f"{unique}_pkg" / "second.py",
+    }
+
+
+def test_names_imported_from_module_to_module_are_followed_eight_deep(
+    tmp_path: Path, unique: str
+) -> None:
+    """`m0.x` where `m0` says `from m1 import x`, `m1` says `from m2 import x`, ...:
+    each hop counts toward the same limit as `a.b.c` does."""
+    chain = [f"{unique}_{i}" for i in range(10)]
+    _write(tmp_path, {f"{a}.py": f"from {b} import x\n" for a, b in itertools.pairwise(chain)})
+    _write(tmp_path, {f"{chain[-1]}.py": f"import {unique}_leaf as x\n"})
+    _write(tmp_path, {f"{unique}_leaf.py": "def f():\n    pass\n"})
+    within = locate_module(f"{chain[2]}.x", [tmp_path])
+    assert (within.path, within.problem) == (tmp_path / f"{unique}_leaf.py", "")
+    beyond = locate_module(f"{chain[1]}.x", [tmp_path])
+    assert beyond.path is None
+    # (the wording names no limit here: see docs/testing.md, survivors left)
+    assert beyond.problem.startswith(f"module `{chain[1]}.x` not found: ")
+
+
+def test_a_module_installed_in_front_on_sys_path_shadows_the_one_found_before(
+    tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer is kept only while the directories searched stay as they were: a
+    module added to an earlier `sys.path` directory is the one importing would load."""
+    front, back, project = tmp_path / "front", tmp_path / "back", tmp_path / "project"
+    for directory in (front, back, project):
+        directory.mkdir()
+    monkeypatch.syspath_prepend(str(back))
+    monkeypatch.syspath_prepend(str(front))
+    (back / f"{unique}.py").write_text("def f():\n    pass\n", "utf-8")
+    assert locate_module(unique, [project]).path == back / f"{unique}.py"
+    (front / f"{unique}.py").write_text("def f():\n    pass\n", "utf-8")
+    assert locate_module(unique, [project]).path == front / f"{unique}.py"
+
+
+def test_an_installed_module_reached_through_an_installed_module_is_not_project_code(
+    tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, project = tmp_path / "site", tmp_path / "project"
+    site.mkdir()
+    project.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    (site / f"{unique}.py").write_text("import json as j\n", "utf-8")
+    location = locate_module(f"{unique}.j", [project])
+    assert location.problem == ""
+    assert not location.in_project
+
+
+def test_a_project_file_pointing_outside_is_project_code_for_what_it_imports(
+    tmp_path: Path, unique: str
+) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "real.py").write_text("import json as j\n", "utf-8")
+    (project / f"{unique}.py").symlink_to(outside / "real.py")
+    location = locate_module(f"{unique}.j", [project])
+    assert location.in_project
+    assert location.roots == (project.resolve(),)
+
+
+def test_an_installed_module_gone_before_importing_is_not_found_by_its_name(
+    tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    (site / f"{unique}.py").write_text("def f():\n    pass\n", "utf-8")
+    location = locate_module(unique, [tmp_path / "project"])
+    assert not location.in_project
+    (site / f"{unique}.py").unlink()
+    importlib.invalidate_caches()
+    with pytest.raises(ModuleNotFoundError) as raised:
+        import_located(location, [tmp_path / "project"])
+    assert raised.value.name == unique
+
+
+def test_a_name_no_longer_a_module_when_importing_is_not_found(
+    tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`shim.j` was `json` (`import json as j`) when found; by the time it is imported
+    `shim.py` binds `j` to a number: the import fails, naming it, rather than return
+    something that is not a module."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    (site / f"{unique}.py").write_text("import json as j\n", "utf-8")
+    location = locate_module(f"{unique}.j", [tmp_path / "project"])
+    assert location.problem == ""
+    (site / f"{unique}.py").write_text("j = 1\n", "utf-8")
+    importlib.invalidate_caches()
+    with pytest.raises(ModuleNotFoundError) as raised:
+        import_located(location, [tmp_path / "project"])
+    assert raised.value.name == f"{unique}.j"
+
+
+def test_a_project_package_reached_through_an_installed_module_is_its_top(
+    tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`shim.p` where an installed `shim.py` says `import pkg.mod as p` and `pkg` is the
+    project's: the project package is the location's top, the directory the write guard
+    keeps the agent out of (every module in it may be imported), not `shim.py`."""
+    site, project = tmp_path / "site", tmp_path / "project"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    _write(project, {f"{unique}_pkg/__init__.py": "", f"{unique}_pkg/mod.py": "X = 1\n"})
+    (site / f"{unique}.py").write_text(f"import {unique}_pkg.mod as p\n", "utf-8")
+    location = locate_module(f"{unique}.p", [project])
+    assert location.path == project / f"{unique}_pkg" / "mod.py"
+    assert location.in_project
+    assert location.top == project / f"{unique}_pkg"
