@@ -102,3 +102,26 @@ def test_an_override_is_kept_under_its_own_text(parses: list[str]) -> None:
     )
     assert "* read" in render(one) and "+ read" in render(two)
     assert len(kept_files()) == 4  # identity, workspace, and each override
+
+
+def test_render_dry_run_keeps_nothing_and_a_run_keeps_its_templates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the commands: `render --dry-run` writes nothing to the user's cache; a
+    run keeps its compiled sections for the next one."""
+    from clirun import assemble
+
+    compile_template.cache_clear()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "replies.yaml").write_text("- text: Done.\n")
+    manifest = tmp_path / "agent.yaml"
+    manifest.write_text(
+        "version: 1\nname: cached\nidentity: You help.\nworkspace: ws\n"
+        "model: scripted:replies.yaml\n"
+    )
+    dry = assemble(capsys, "render", "--dry-run", str(manifest))
+    assert dry.code == 0, dry.err
+    assert kept_files() == []
+    ran = assemble(capsys, "run", str(manifest), "--trust", "--no-session", "-p", "Go.")
+    assert ran.code == 0, ran.err
+    assert kept_files() != []
