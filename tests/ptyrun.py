@@ -29,6 +29,10 @@ def _controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
+PROMPT_SETTLE = 0.3
+"""Seconds between a prompt appearing and a Ctrl-C at it (`interrupt_at_prompt`)."""
+
+
 class PtySession:
     def __init__(
         self, args: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
@@ -92,6 +96,14 @@ class PtySession:
     def interrupt(self) -> None:
         """Ctrl-C, as the terminal sends it: SIGINT to the foreground process group."""
         os.write(self.master, b"\x03")
+
+    def interrupt_at_prompt(self) -> None:
+        """Ctrl-C at a prompt just drawn, as a person presses it (not within the same
+        millisecond): CPython's readline draws the prompt before it starts waiting for
+        a key, and a SIGINT that lands in between is acted on only at the next key
+        (docs/decisions.md). The keys' meaning is what the tests check, not that race."""
+        time.sleep(PROMPT_SETTLE)
+        self.interrupt()
 
     def wait(self, timeout: float = 60) -> int:
         code = self.process.wait(timeout=timeout)

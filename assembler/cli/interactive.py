@@ -137,6 +137,8 @@ class Interactive:
                 ended = line is None
                 if not self._take(line):
                     break
+            if self.quit.done():  # leaving: no new read for `stop()` to interrupt
+                break
             self._want_line()
         if reading is not None:
             reading.cancel()

@@ -31,6 +31,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from assembler.cli.completion import Completer
 
 HISTORY_LENGTH = 1000
+#: Seconds `stop()` keeps waking a read that missed its signal, and between wake-ups.
+STOP_WAIT = 5.0
+STOP_RETRY = 0.05
 
 
 def history_file() -> Path:
@@ -81,6 +85,7 @@ class LineReader:
         self._history: Path | None = None
         self._terminal_state: list[Any] | None = None
         self._editing = False  # the main thread is inside readline's `input()`
+        self._reading = False  # the main thread waits for a line (any kind of read)
         self._typed = ""  # what that read held when Ctrl-C ended it
         self._closing = False
         self._serving = False
@@ -147,23 +152,33 @@ class LineReader:
 
     def stop(self) -> None:
         """From the session's thread, once it is over: end `serve()`, interrupting the
-        read under way (readline then gives the terminal back as it found it)."""
+        read under way (readline then gives the terminal back as it found it).
+
+        The signal is sent again until `serve()` has ended: readline draws its prompt
+        before it waits for a key, and a signal landing in between is only acted on at
+        the next key (which may never come), so one signal can be lost."""
         with self._guard:
             self._closing = True
             self._requests.put(None)
-            kill = getattr(signal, "pthread_kill", None)  # POSIX only
-            if self._serving and self._main is not None and kill is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    kill(self._main, signal.SIGINT)
+        kill = getattr(signal, "pthread_kill", None)  # POSIX only
+        deadline = time.monotonic() + STOP_WAIT
+        while kill is not None and self._main is not None and time.monotonic() < deadline:
+            with self._guard:
+                if not self._serving:
+                    return
+                if self._reading:
+                    with contextlib.suppress(OSError, ValueError):
+                        kill(self._main, signal.SIGINT)
+            time.sleep(STOP_RETRY)
 
     def handle_sigint(self, signum: int, frame: FrameType | None) -> None:
         """Ctrl-C, in the main thread: inside a read on a terminal it ends the read
         (readline drops the line); elsewhere the session hears it; when the session
         is over (or not started), it is the KeyboardInterrupt it always was."""
         if self._closing:
-            if self._serving:
+            if self._reading:
                 raise _Closed  # caught in `serve`
-            return  # the session is over: nothing left to interrupt
+            return  # not in a read: `serve` ends by itself (its queue holds None)
         if self._editing:
             self._typed = _line_buffer()  # readline still holds it here, not after
             raise KeyboardInterrupt  # caught in `_read`: readline drops the line
@@ -176,6 +191,13 @@ class LineReader:
             raise KeyboardInterrupt from None
 
     def _read(self, prompt: str) -> Line:
+        self._reading = True
+        try:
+            return self._read_now(prompt)
+        finally:
+            self._reading = False
+
+    def _read_now(self, prompt: str) -> Line:
         editing = self.terminal and self.prompt_stream is None
         try:
             if not editing:

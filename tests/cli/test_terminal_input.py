@@ -118,10 +118,10 @@ def test_ctrl_c_clears_the_typed_line_and_a_second_one_leaves(
     chat.send("a new line")  # the half-typed text is gone, not prepended
     chat.expect("One.")
     chat.expect("> ")
-    chat.interrupt()  # at the empty prompt: only a warning
+    chat.interrupt_at_prompt()  # at the empty prompt: only a warning
     chat.expect("(Ctrl-C again, /exit or Ctrl-D to leave)\n> ")
     assert chat.process.poll() is None
-    chat.interrupt()
+    chat.interrupt_at_prompt()
     assert chat.wait() == 0
     assert user_messages() == ["a new line"]
 
@@ -134,7 +134,7 @@ def test_ctrl_c_after_clearing_a_line_leaves(project: Path, terminal: list[PtySe
     chat.interrupt()
     chat.expect("(line cleared;")
     chat.expect("> ")
-    chat.interrupt()
+    chat.interrupt_at_prompt()
     assert chat.wait() == 0
     assert "never sent" not in chat.output.split("(line cleared;")[1]
 
