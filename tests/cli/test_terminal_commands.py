@@ -68,6 +68,7 @@ def test_model_shows_switches_refuses_and_is_resumed(
     chat.expect(f"model: scripted:{project / 'reply.yaml'}")  # the script's file, resolved
     chat.send("hello")
     chat.expect("From the first.")
+    chat.expect("> ")  # the turn is over (a /model sent during it waits for its end)
     chat.send("/model nonsense")  # no provider: refused as --model refuses it
     chat.expect("error: ")
     chat.expect(f"the model stays scripted:{project / 'reply.yaml'}")
