@@ -19,6 +19,7 @@ deadline is watched all the same.
 from __future__ import annotations
 
 import _thread
+import collections
 import contextlib
 import contextvars
 import inspect
@@ -79,6 +80,7 @@ class PlainJob:
     # -- in the worker thread ------------------------------------------------------
 
     def run(self) -> None:
+        chain, call = self.chain, self.context.run
         for index, step in enumerate(self.steps):
             if self.abandoned:
                 return
@@ -87,17 +89,18 @@ class PlainJob:
             self.started = time.monotonic()
             self.index = index
             try:
-                result = self.context.run(step.handler, self.chain.argument())
+                result = call(step.handler, chain.argument())
             except BaseException as e:  # SystemExit in a handler is its failure, not ours
                 self._settle(("failed", index, e))
                 return
-            if inspect.isawaitable(result):  # a plain function that returned a coroutine
+            # a plain function that returned a coroutine (None, the usual answer, is not)
+            if result is not None and inspect.isawaitable(result):
                 self._settle(("awaitable", index, result))
                 return
             if self.abandoned:
                 return
             try:
-                stop = self.chain.accept(step.extension, result)
+                stop = chain.accept(step.extension, result)
             except BaseException as e:
                 self._settle(("invalid", index, e))
                 return
@@ -164,28 +167,52 @@ def _resolve(future: asyncio.Future[Outcome], outcome: Outcome) -> None:
 
 
 class HandlerThread:
-    """One daemon thread running jobs in order until it is retired."""
+    """One daemon thread running jobs in order until it is retired.
+
+    Jobs wait in `pending`; `send` adds some and wakes the thread once for all of
+    them (a wake-up is most of what a trip costs: the jobs of one send, such as a
+    turn's notifications and the next event, cost one). The thread takes one job at
+    a time, under a lock `retire` takes too, so a job is run by exactly one thread:
+    the retired one if it had taken it, else the next."""
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[PlainJob | None] = queue.SimpleQueue()
+        self.pending: collections.deque[PlainJob] = collections.deque()
+        self.wake: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.retired = False
         self.thread = threading.Thread(
             target=self._serve, name="assemble-extension-handlers", daemon=True
         )
         self.thread.start()
 
+    def send(self, jobs: Sequence[PlainJob]) -> None:
+        self.pending.extend(jobs)
+        self.wake.put(True)
+
+    def _next(self) -> PlainJob | None:
+        with self.lock:
+            if self.retired or not self.pending:
+                return None
+            return self.pending.popleft()
+
     def _serve(self) -> None:
-        while (job := self.jobs.get()) is not None:  # None: retired
-            job.run()
+        while self.wake.get():
+            while (job := self._next()) is not None:
+                job.run()
+            # not kept while waiting for the next: what the job holds (the copy of the
+            # conversation a context chain gave its handlers) is then held only by
+            # its owner, which may reuse it (`extensions.context_copy`)
+            job = None
+            if self.retired:
+                return
 
     def retire(self) -> list[PlainJob]:
-        """Stop taking jobs; the jobs still queued, for another thread."""
-        waiting: list[PlainJob] = []
-        with contextlib.suppress(queue.Empty):
-            while True:
-                job = self.jobs.get_nowait()
-                if job is not None:
-                    waiting.append(job)
-        self.jobs.put(None)
+        """Stop taking jobs; the jobs not taken yet, for another thread."""
+        with self.lock:
+            self.retired = True
+            waiting = list(self.pending)
+            self.pending.clear()
+        self.wake.put(False)
         return waiting
 
 
