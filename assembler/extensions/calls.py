@@ -14,7 +14,7 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   (`REAP_GRACE`), if it still runs, its coroutine is closed, so a handler that
   ignores cancellation ends anyway and `asyncio.run` does not wait for it at exit;
   `reap()` does the same for all of them at the end of the session. (A first step
-  that blocks the loop cannot be stopped, as before: nothing on the loop's thread can.)
+  that blocks the loop cannot be stopped: nothing on the loop's thread can.)
 - A plain function runs in a worker thread (`handler_thread`), since Python cannot
   interrupt a call on the event loop's own thread; the loop waits for it in place for
   up to `BRIEF_WAIT`, then through the loop until its deadline. After a wait in place
@@ -29,13 +29,10 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   loop's next iteration if nothing comes first. The next event waits for it
   (`settle`), usually for free, since the thread runs it before that event's own
   handlers; so does the end of a run. Its deadline is watched all the same, by one
-  timer for all the notifications in flight (armed once per `hook_timeout`, not per
-  notification), and its failure is returned by the next `run` or `settle`, naming
-  its event, before any model request or tool call that follows it.
-
-The common path (issue 21, round 3) allocates no future, task or timer: a batch of
-plain handlers that answers within `BRIEF_WAIT`, and notifications already done when
-the next event looks, are taken as they are.
+  timer for all the notifications in flight (not one per notification), and its
+  failure is returned by the next `run` or `settle`, naming its event, before any
+  model request or tool call that follows it. An event whose batch answers within
+  `BRIEF_WAIT` costs no future, task or timer (issue 21, round 3).
 
 Every abandonment becomes a diagnostic naming the extension (`take_diagnostics`).
 """
@@ -86,8 +83,10 @@ class Subscription:
 
 class Chain(Protocol):
     """How one event's handlers are chained: what each receives, and how its result
-    is folded in. `accept` returns True to stop asking the later handlers; it may
-    raise `ExtensionError` for a result of the wrong shape."""
+    is folded in. `accept` is given every result but None (a handler with nothing to
+    say changes nothing, so a chain must treat None as no change), and returns True
+    to stop asking the later handlers; it may raise `ExtensionError` for a result of
+    the wrong shape. `argument` changes only through `accept`."""
 
     def argument(self) -> Any: ...
     def accept(self, extension: str, result: Any) -> bool: ...
@@ -147,8 +146,7 @@ class HandlerCaller:
         self._watchdog_loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def busy(self) -> bool:
-        """Notifications are in flight (`settle` has something to wait for)."""
+    def busy(self) -> bool:  # notifications are in flight: `settle` has work
         return bool(self._in_flight)
 
     def take_diagnostics(self) -> list[str]:
@@ -176,7 +174,7 @@ class HandlerCaller:
                 outcome = await self._call_coroutine(event, step, chain)
                 if isinstance(outcome, HandlerFailure):
                     return outcome
-                if chain.accept(step.extension, outcome[0]):
+                if outcome[0] is not None and chain.accept(step.extension, outcome[0]):
                     return None
                 index += 1
                 continue
@@ -227,8 +225,7 @@ class HandlerCaller:
         return None
 
     def _take_done(self) -> bool:
-        """Drop the notifications at the front that ended well (no await, no timer to
-        cancel); True when none is left in flight."""
+        """Drop the notifications at the front that ended well; True if none is left."""
         flights = self._in_flight
         while flights:
             outcome = flights[0].job.outcome
@@ -341,15 +338,13 @@ class HandlerCaller:
             watch.cancel()
 
     def _arm_watchdog(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
-        # a weak reference: hooks that `agent.reload()` dropped are collected (and
-        # their thread retired) without waiting for the timer
+        # weakly: hooks `agent.reload()` dropped are collected without waiting for it
         self._watchdog = loop.call_later(delay, _watch_in_flight, weakref.ref(self))
         self._watchdog_loop = loop
 
     def _watch_in_flight(self) -> None:
-        """The notifications' deadline: declare late each one whose running handler is
-        past its own; look again at the next deadline while any is in flight. (A
-        notification being waited for by `settle` is watched there, as an event is.)"""
+        """Declare late each notification in flight whose running handler is past its
+        deadline; look again at the next deadline while any runs or waits."""
         loop, self._watchdog = self._watchdog_loop, None
         delay: float | None = None
         for flight in list(self._in_flight):

@@ -36,7 +36,7 @@ _refcount: Callable[[object], int] | None = getattr(sys, "getrefcount", None)
 class ContextCopy(list[Message]):
     """A copy of the messages that notes whether anything changed it."""
 
-    __slots__ = ("changed",)
+    __slots__ = ("__weakref__", "changed")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
         super().__init__(messages)

@@ -19,7 +19,6 @@ deadline is watched all the same.
 from __future__ import annotations
 
 import _thread
-import collections
 import contextlib
 import contextvars
 import inspect
@@ -53,6 +52,8 @@ class Step(Protocol):
 
 
 class Chain(Protocol):
+    """See `calls.Chain`."""
+
     def argument(self) -> Any: ...
     def accept(self, extension: str, result: Any) -> bool: ...
 
@@ -81,6 +82,7 @@ class PlainJob:
 
     def run(self) -> None:
         chain, call = self.chain, self.context.run
+        argument = chain.argument()  # changes only when a handler answers (`Chain`)
         for index, step in enumerate(self.steps):
             if self.abandoned:
                 return
@@ -89,12 +91,13 @@ class PlainJob:
             self.started = time.monotonic()
             self.index = index
             try:
-                result = call(step.handler, chain.argument())
+                result = call(step.handler, argument)
             except BaseException as e:  # SystemExit in a handler is its failure, not ours
                 self._settle(("failed", index, e))
                 return
-            # a plain function that returned a coroutine (None, the usual answer, is not)
-            if result is not None and inspect.isawaitable(result):
+            if result is None:  # the usual answer: nothing to fold in
+                continue
+            if inspect.isawaitable(result):  # a plain function that returned a coroutine
                 self._settle(("awaitable", index, result))
                 return
             if self.abandoned:
@@ -107,7 +110,9 @@ class PlainJob:
             if stop:
                 self._settle(("stopped", index, None))
                 return
-        self._settle(("done", len(self.steps) - 1, None))
+            argument = chain.argument()
+        if not self.abandoned:
+            self._settle(("done", len(self.steps) - 1, None))
 
     def _settle(self, outcome: Outcome, *, on_loop: bool = False) -> bool:
         """Set the outcome unless it is set already; wake whoever waits."""
@@ -167,52 +172,41 @@ def _resolve(future: asyncio.Future[Outcome], outcome: Outcome) -> None:
 
 
 class HandlerThread:
-    """One daemon thread running jobs in order until it is retired.
-
-    Jobs wait in `pending`; `send` adds some and wakes the thread once for all of
-    them (a wake-up is most of what a trip costs: the jobs of one send, such as a
-    turn's notifications and the next event, cost one). The thread takes one job at
-    a time, under a lock `retire` takes too, so a job is run by exactly one thread:
-    the retired one if it had taken it, else the next."""
+    """One daemon thread running jobs in order until it is retired."""
 
     def __init__(self) -> None:
-        self.pending: collections.deque[PlainJob] = collections.deque()
-        self.wake: queue.SimpleQueue[bool] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.retired = False
+        self.jobs: queue.SimpleQueue[PlainJob | None] = queue.SimpleQueue()
         self.thread = threading.Thread(
             target=self._serve, name="assemble-extension-handlers", daemon=True
         )
         self.thread.start()
 
     def send(self, jobs: Sequence[PlainJob]) -> None:
-        self.pending.extend(jobs)
-        self.wake.put(True)
-
-    def _next(self) -> PlainJob | None:
-        with self.lock:
-            if self.retired or not self.pending:
-                return None
-            return self.pending.popleft()
+        """Queue `jobs`, in order: the first put wakes the thread, the others find it
+        awake (a wake-up is most of what a trip costs)."""
+        for job in jobs:
+            self.jobs.put(job)
 
     def _serve(self) -> None:
-        while self.wake.get():
-            while (job := self._next()) is not None:
-                job.run()
+        while True:
+            job = self.jobs.get()
+            if job is None:  # retired
+                return
+            job.run()
             # not kept while waiting for the next: what the job holds (the copy of the
             # conversation a context chain gave its handlers) is then held only by
             # its owner, which may reuse it (`extensions.context_copy`)
-            job = None
-            if self.retired:
-                return
+            del job
 
     def retire(self) -> list[PlainJob]:
-        """Stop taking jobs; the jobs not taken yet, for another thread."""
-        with self.lock:
-            self.retired = True
-            waiting = list(self.pending)
-            self.pending.clear()
-        self.wake.put(False)
+        """Stop taking jobs; the jobs still queued, for another thread."""
+        waiting: list[PlainJob] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                job = self.jobs.get_nowait()
+                if job is not None:
+                    waiting.append(job)
+        self.jobs.put(None)
         return waiting
 
 
