@@ -159,7 +159,7 @@ class ExtensionHooks:
         copy = self._copies.take(messages)  # one copy protects the history
         chain = _ContextChain(copy)
         failure = await self.caller.run("context", subscriptions, chain)
-        current, chain.current = chain.current, copy  # the chain no longer holds a result
+        current = chain.current
         if failure is not None:
             raise self._fail("context", failure)
         if current is copy:
