@@ -72,7 +72,7 @@ def _alone() -> int:
     return _references(probe)
 
 
-_ALONE = _alone()
+_ALONE = _alone() if _refcount is not None else -1  # no count: never keep a copy
 """What `_references` says of a list held by one name of its caller only (the count
 depends on the interpreter, so it is measured, not assumed)."""
 
