@@ -6,16 +6,20 @@ itself twice per level doubles its work per level, `"x" * 10**9` asks for a
 gigabyte. A template override comes from the repository, so a hostile one must not
 hang `validate` or `render`. Every render therefore gets a budget:
 
-- **steps**: loop iterations, calls (macros, methods, `range`) and filter calls
-  together, at most `MAX_STEPS`; a loop's iterable is wrapped when the template is
-  compiled, so a loop that outputs nothing still counts;
+- **steps**: loop iterations, calls (macros, methods, `range`), filter calls and the
+  operators that can build large values (`*`, `**`, `%`) together, at most
+  `MAX_STEPS`; a loop's iterable is wrapped when the template is compiled, so a loop
+  that outputs nothing still counts;
 - **time**: at most `MAX_SECONDS` of wall-clock time, checked as steps are counted;
 - **size**: the section's text at most `MAX_OUTPUT_CHARS` plus `OUTPUT_PER_INPUT_CHAR`
   characters per character of text the section is given (`output_allowance`): a
   catalog of 10,000 skills is over a million characters, so a fixed limit would stop a
   big agent's own default template (issue 21), while a template that multiplies its
   input is still stopped; a repetition (`*`), a power, a `%` format or a filter or
-  method argument that would build something larger is refused before it is built.
+  method argument that would build something larger is refused before it is built;
+- **numbers**: a power or a product of integers of more than `MAX_NUMBER_BITS` bits
+  is refused before it is computed (a loop that squares a number doubles its digits
+  per step, and one such multiplication can outlast the whole time budget).
 
 Running out raises `TemplateError` naming the limit; the renderer adds the template
 and line. The budget is generous for any real prompt: a catalog of 1,000 tools costs
@@ -131,6 +135,13 @@ def _check_arguments(args: Iterable[Any]) -> None:
             raise _too_large("a value", value)
 
 
+def _check_bits(bits: int) -> None:
+    """An integer result of about `bits` bits is refused past `MAX_NUMBER_BITS`: one
+    multiplication of two huge numbers can take minutes, between two steps."""
+    if bits > MAX_NUMBER_BITS:
+        raise TemplateError(f"the template would compute a number of about {bits:,} bits; refusing")
+
+
 def _loop_guard(iterable: Any) -> Iterator[Any]:
     for item in iterable:
         _tick()
@@ -183,12 +194,13 @@ def sandbox_class() -> type[SandboxedEnvironment]:
                     size = len(items) * count if _sized(items) and isinstance(count, int) else 0
                     if size > _max_chars():
                         raise _too_large("a repetition", size)
+                if isinstance(left, int) and isinstance(right, int):
+                    # squaring in a loop doubles the digits each time: a few dozen
+                    # steps would take hours, far from any step or clock check
+                    _check_bits(left.bit_length() + right.bit_length())
             elif operator == "**" and isinstance(left, int) and isinstance(right, int):
-                if right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_NUMBER_BITS:
-                    raise TemplateError(
-                        f"the template would compute a number of about "
-                        f"{left.bit_length() * right:,} bits; refusing"
-                    )
+                if right > 0 and abs(left) > 1:
+                    _check_bits(left.bit_length() * right)
             elif operator == "%" and isinstance(left, str) and _LARGE_WIDTH.search(left):
                 raise TemplateError("the template formats with a width too large for a prompt")
             return super().call_binop(context, operator, left, right)

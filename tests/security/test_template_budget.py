@@ -40,6 +40,12 @@ HOSTILE = {
     "string repetition": ('{{ "x" * 10**9 }}', "a repetition of 1,000,000,000 items"),
     "list repetition": ("{{ range(100000)|list * 100000 }}", "a repetition of"),
     "huge power": ("{{ 10 ** (10 ** 8) }}", "a number of about"),
+    # 24 squarings took 14 s and 30 would take hours, all in some 100 steps
+    "repeated squaring": (
+        "{% set n = namespace(x=3) %}{% for i in range(30) %}{% set n.x = n.x * n.x %}"
+        "{% endfor %}",
+        "a number of about",
+    ),
     "filter width": ("{{ 'x'|center(10**9) }}", "a value of 1,000,000,000 items"),
     "method width": ("{{ 'x'.ljust(10**9) }}", "a value of 1,000,000,000 items"),
     "format width": ("{{ '%1000000000s' % 'x' }}", "width too large"),
