@@ -67,6 +67,36 @@ def test_a_width_may_be_up_to_the_allowance_and_is_refused_beyond_it() -> None:
     )
 
 
+def test_text_joined_with_a_tilde_may_reach_the_allowance_and_is_refused_beyond_it() -> None:
+    assert len(_render("{{ ('y' * 2500000) ~ ('y' * 2500000) }}", BIG)) == ALLOWANCE
+    assert _refusal("{{ ('y' * 2500000) ~ ('y' * 2500001) }}", BIG) == (
+        "pin:1: the template would build a value of 5,000,001 items; a section may hold "
+        "at most 5,000,000 characters"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ 'x' ~ [('y' * 600000) ~ ('y' * 600000)]|length }}",  # a `~` inside a `~`
+        "{% set t %}{{ 'y' * 600000 }}{{ 'y' * 600000 }}{% endset %}{{ t|length }}",
+        "{{ (('y' * 600000) + ('y' * 600000))|length }}",
+        "{{ ['y' * 600000, 'y' * 600000]|join|length }}",
+    ],
+)
+def test_text_over_the_limit_is_refused_even_when_it_would_never_be_shown(text: str) -> None:
+    assert "would build a value of 1,200,000 items" in _refusal(text)
+
+
+def test_joining_text_still_works_as_jinja_defines_it() -> None:
+    text = (
+        "{{ 'a' ~ 'b' ~ 3 }}|{% set t %}x{{ 1 + 2 }}{% endset %}{{ t }}|{{ [1] + [2] }}|"
+        "{% set u | upper %}abc{% endset %}{{ u }}|"
+        "{% autoescape true %}{{ '<b>' ~ 'c' }}{% endautoescape %}"
+    )
+    assert _render(text) == "ab3|x3|[1, 2]|ABC|&lt;b&gt;c"
+
+
 @pytest.mark.parametrize(
     "text",
     [
