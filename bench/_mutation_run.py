@@ -90,21 +90,38 @@ MEMOS = (
 emptied with `.clear()` (`clear_memos` finds the `functools` ones by itself)."""
 
 
-def clear_memos(package: str) -> int:
+def clear_memos(package: str, *, rescan: bool = False) -> int:
     """Empty the process-wide memos of `package` (the mutated module's top-level
     package); how many were emptied.
 
     Why clear rather than re-import: a memo is the one kind of state that makes a
     test's path through the code depend on the tests before it (its body runs for
-    the first caller only), and emptying it is exact, cheap (a few milliseconds per
-    test) and touches nothing else, where importing the package again would make
-    second copies of its classes and exceptions that the loaded tests and other
-    packages still hold the first copies of. Found by walking the package's modules:
-    every `functools.cache`/`lru_cache` wrapper defined in the package, at module
-    level or on a class (methods, static and class methods), and the containers
-    `MEMOS` names. A memo outside the package (Jinja2's own, say) holds nothing the
-    package computed, so it is left alone."""
-    emptied = 0
+    the first caller only), and emptying it is exact, cheap and touches nothing
+    else, where importing the package again would make second copies of its classes
+    and exceptions that the loaded tests and other packages still hold the first
+    copies of. Found by walking the package's modules: every `functools.cache` /
+    `lru_cache` wrapper defined in the package, at module level or on a class
+    (methods, static and class methods), and the containers `MEMOS` names. A memo
+    outside the package (Jinja2's own, say) holds nothing the package computed, so it
+    is left alone. The walk (some 15 ms over 340 modules) is repeated only when a
+    module has been imported since, or with `rescan` (after a mutant replaced a
+    module's functions)."""
+    known = _FOUND.get(package)
+    if rescan or known is None or known[0] != len(sys.modules):
+        known = (len(sys.modules), _memos_of(package))
+        _FOUND[package] = known
+    for clear in known[1]:
+        clear()
+    return len(known[1])
+
+
+_FOUND: dict[str, tuple[int, list[Any]]] = {}
+"""Per package: how many modules were loaded when its memos were found, and the
+functions that empty them."""
+
+
+def _memos_of(package: str) -> list[Any]:
+    found: list[Any] = []
     prefix = f"{package}."
     for name, module in list(sys.modules.items()):
         if name != package and not name.startswith(prefix):
@@ -112,30 +129,28 @@ def clear_memos(package: str) -> int:
         for value in list(getattr(module, "__dict__", {}).values()):
             if isinstance(value, type) and value.__module__ == name:
                 for attribute in list(vars(value).values()):
-                    emptied += _clear_cache(getattr(attribute, "__func__", attribute), package)
+                    found += _cache_of(getattr(attribute, "__func__", attribute), package)
             else:
-                emptied += _clear_cache(value, package)
+                found += _cache_of(value, package)
     for dotted in MEMOS:
         owner, _, attribute = dotted.rpartition(".")
         memo = getattr(sys.modules.get(owner), attribute, None)
         if dotted.startswith(prefix) and memo is not None:
-            memo.clear()
-            emptied += 1
-    return emptied
+            found.append(memo.clear)
+    return found
 
 
 _CACHE = type(functools.cache(len))
 """The type of what `functools.cache` and `lru_cache` return."""
 
 
-def _clear_cache(value: Any, package: str) -> int:
+def _cache_of(value: Any, package: str) -> list[Any]:
     if not isinstance(value, _CACHE):
-        return 0
+        return []
     home = getattr(value, "__module__", None) or ""
     if home != package and not home.startswith(f"{package}."):
-        return 0
-    value.cache_clear()
-    return 1
+        return []
+    return [value.cache_clear]
 
 
 def run_module(
@@ -366,6 +381,7 @@ def _mutant_run(path: str, file: Path, source: str, mutant: Mutant, items: list[
     except Exception:
         return _IMPORT_FAILED
     _rebind(module, old)
+    clear_memos(package_of(path), rescan=True)  # find the mutant's own memos
     return 0 if _run_items(items, package_of(path)) is None else 1
 
 

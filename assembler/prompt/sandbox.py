@@ -203,9 +203,8 @@ def sandbox_class() -> type[SandboxedEnvironment]:
 
         def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
             _tick()
-            if obj is not _loop_guard and obj is not _size_guard:
-                _check_arguments(args)
-                _check_arguments(kwargs.values())
+            _check_arguments(args)
+            _check_arguments(kwargs.values())
             return _check_result(super().call(context, obj, *args, **kwargs))
 
         def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:

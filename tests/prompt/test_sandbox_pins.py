@@ -109,6 +109,23 @@ def test_a_keyword_or_context_filter_width_is_refused_before_it_is_built(text: s
     assert "would build a value of 2,000,000 items" in _refusal(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ 'x'.ljust(10**19) }}",
+        "{{ '\\t'.expandtabs(tabsize=10**19) }}",
+        "{{ 'x'|center(10**19) }}",
+        "{{ 'x'|center(width=10**19) }}",
+        "{{ [1, [2]]|tojson(10**19) }}",
+    ],
+)
+def test_a_width_too_large_to_build_at_all_is_refused_by_its_size_before_it_is_tried(
+    text: str,
+) -> None:
+    # Python could not even try (an OverflowError); the budget names the size first.
+    assert "would build a value of 10,000,000,000,000,000,000 items" in _refusal(text)
+
+
 def test_ordinary_arithmetic_and_percent_formatting_still_work() -> None:
     text = "{{ 6 * 7 }}|{{ 2.0 ** 3 }}|{{ 7 % 3 }}|{{ '%-4s|' % 'ab' }}{{ '%03d' % 7 }}"
     assert _render(text) == "42|8.0|1|ab  |007"
