@@ -139,7 +139,7 @@ def test_arithmetic_after_a_line_continuation_is_unverifiable() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["cat <<'EOF'", ">/dev/null if true; then rm x; fi"],
+    ["cat <<'EOF'", ">/dev/null if true"],
 )
 def test_a_missing_body_and_a_reserved_word_after_a_redirection_are_unverifiable(
     line: str,
@@ -167,7 +167,12 @@ def test_a_redirection_to_a_file_is_named_and_never_allowed(
     assert problem in decision.reason
 
 
-@pytest.mark.parametrize("line", ["git status <&0", "git status <&-", "git status 0<&-"])
-def test_duplicating_or_closing_standard_input_is_allowed(tmp_path: Path, line: str) -> None:
+@pytest.mark.parametrize(
+    "line",
+    ["git status <&0", "git status <&-", "git status 0<&-", "(git status) 12>/dev/null"],
+)
+def test_duplicating_closing_or_silencing_a_descriptor_is_allowed(
+    tmp_path: Path, line: str
+) -> None:
     policy = PermissionPolicy.from_spec(ALLOW_STATUS, workspace=tmp_path)
     assert policy.decide("bash", {"command": line}, None).verdict == "allow", line

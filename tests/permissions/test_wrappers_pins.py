@@ -176,7 +176,11 @@ def test_real_bash_runs_the_string_after_double_dash(tmp_path: Path, line: str) 
     assert run(line.format("printf ran"), tmp_path).stdout == "ran"
 
 
-@pytest.mark.parametrize("line", ["trap - EXIT", "trap -- - EXIT", "trap -p EXIT", "trap -l"])
+@pytest.mark.parametrize(
+    "line",
+    ["trap - EXIT", "trap -- - EXIT", "trap -p EXIT", "trap -l", 'trap -p "$sig"',
+     'trap - "$sig"', "trap", "trap --", "trap -x"],
+)  # fmt: skip
 def test_a_trap_that_resets_or_prints_runs_nothing(tmp_path: Path, line: str) -> None:
     assert decide(tmp_path, line, DENY_RM).verdict == "allow"
 
@@ -237,3 +241,15 @@ def test_the_question_names_what_runs_a_string(tmp_path: Path, command: str, wor
     decision = decide(tmp_path, command, ALLOW_STATUS)
     assert decision.verdict == "ask"
     assert words in decision.reason
+
+
+@pytest.mark.parametrize(
+    "line", ["trap 'rm x' EXIT", "trap -- 'rm x' INT EXIT", "trap -x 'rm x' EXIT"]
+)
+def test_the_action_of_trap_is_its_first_argument_alone(tmp_path: Path, line: str) -> None:
+    """The action is one word, the signals after it are not part of it (so a rule
+    naming exactly `rm x` sees it); after an option bash does not know (it refuses the
+    line) the next word is still read as the action: more than bash runs, never less."""
+    spec = PermissionsSpec(default="allow", deny=("bash(rm x)",))
+    decision = decide(tmp_path, line, spec)
+    assert (decision.verdict, decision.rule) == ("deny", "bash(rm x)"), line
