@@ -235,7 +235,7 @@ class BudgetPot:
         left = None
         if wall is not None:
             left = wall - (self.clock() - self.started)  # as `_deadline` computes it
-            if left <= 0:
+            if left <= 0.0:  # (a float, as `left` is: the comparison Python specialises)
                 return BudgetStop("wall_time", wall, self.elapsed(), self.scope)
         # The same checks as `_hold`'s, when none of them lowers the reply: the whole
         # of `wanted` fits what is left of every limit (and is at least `minimum`).

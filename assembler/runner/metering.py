@@ -50,6 +50,9 @@ gives a limit: the whole budget held for one reply would starve every other requ
 drawing from the same pot (sub-agents, an evaluation's runs side by side)."""
 _UNLIMITED = 1 << 40
 _ceil = math.ceil
+_ROUND_UP = CHARS_PER_TOKEN - 1
+"""(n + _ROUND_UP) // CHARS_PER_TOKEN is n / CHARS_PER_TOKEN rounded up, as `_tokens`
+works it out, in two operations instead of three."""
 
 
 class BudgetExhausted(Exception):
@@ -159,7 +162,7 @@ class Meter:
                     chars += message_chars(message)
             calibration.chars, calibration.counted = chars, length
             # `_tokens`, then `Calibration.corrected`
-            raw = -(-(chars + self._fixed) // CHARS_PER_TOKEN) + length * MESSAGE_OVERHEAD
+            raw = (chars + self._fixed + _ROUND_UP) // CHARS_PER_TOKEN + length * MESSAGE_OVERHEAD
             if calibration.reported and raw >= calibration.raw:
                 estimate = calibration.reported + _ceil((raw - calibration.raw) * calibration.ratio)
             else:
