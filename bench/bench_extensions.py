@@ -1,21 +1,32 @@
-"""What no-op extensions add to a turn with one tool call, at 1, 5 and 50 extensions.
+"""What no-op extensions add to a turn with one tool call, at 1, 5 and 50 extensions,
+and at conversations of 10, 100 and 1,000 messages.
 
 Each extension has five no-op plain handlers (tool_call, tool_result, context,
 turn_start, turn_end: every event of a turn). Baseline: the same agent without
-extensions, measured in the same run, alternating. Target (issues 5, 21): under
-100 µs added per turn at five extensions.
+extensions, measured in the same process, alternating; the cost added is taken per
+round (a pair measured together), then its median and its spread (lowest-highest)
+over the rounds. Target (issues 5, 21): under 100 µs added per turn at five
+extensions, and a cost that does not grow with the conversation.
+
+Two tables: a run of 1,000 turns from an empty conversation (as measured since issue
+5; the conversation grows to 2,000 messages), and `HISTORY_TURNS` turns after the
+conversation was filled with 10, 100 and 1,000 messages (`--history`), `CHUNKS` runs
+per case and round, each beside a run of its baseline.
 
 With `--before REV`, the package as of that git revision is measured too, each tree
 in processes of its own, alternating (`python -S -m`-style imports, see
 `_timing.tree_command`), so the change shows against the code it replaced.
 
-Run: `python bench/bench_extensions.py [--extensions 1,5,50] [--rounds 5] [--before REV]`.
+Run: `python bench/bench_extensions.py [--extensions 1,5,50] [--history 10,100,1000]
+[--rounds 5] [--before REV]`. CPU time (every thread of the process) is the figure
+to read on a shared machine; wall time is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import subprocess
@@ -23,6 +34,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from _timing import REPO, report, source_tree, tree_command
 
@@ -66,11 +78,11 @@ def manifest(root: Path, extensions: int) -> Path:
     return path
 
 
-def per_turn(path: Path, turns: int = TURNS) -> tuple[float, float]:
-    """Seconds per turn: wall time, and CPU time of the whole process (every thread),
-    which a loaded machine moves far less."""
+def build(path: Path, turns: int, history: int = 0) -> Any:
+    """An agent whose scripted model answers `turns` times (a tool call each, then a
+    text), its conversation already holding `history` messages."""
     from assembler.agent.build import build_agent
-    from assembler.messages import AssistantMessage, ToolCall
+    from assembler.messages import AssistantMessage, ToolCall, UserMessage
     from assembler.testing import ScriptedModel
     from assembler.validation.load import load_manifest
 
@@ -78,6 +90,16 @@ def per_turn(path: Path, turns: int = TURNS) -> tuple[float, float]:
     model = ScriptedModel([call] * (turns - 1) + [AssistantMessage(text="done")])
     agent = build_agent(load_manifest(path), provider=model, trust=True, record_session=False)
     agent.runner.max_turns = turns + 1
+    agent.runner.messages = [
+        UserMessage(f"question {i}") if i % 2 == 0 else AssistantMessage(text=f"answer {i}")
+        for i in range(history)
+    ]
+    return agent
+
+
+def per_turn(agent: Any, turns: int) -> tuple[float, float]:
+    """Seconds per turn of one run of `agent`: wall time, and CPU time of the whole
+    process (every thread), which a loaded machine moves far less."""
 
     async def go() -> tuple[float, float]:
         async with agent:
@@ -89,34 +111,79 @@ def per_turn(path: Path, turns: int = TURNS) -> tuple[float, float]:
     return asyncio.run(go())
 
 
-Figures = dict[int, tuple[float, float]]
-"""Extensions -> (wall, CPU) seconds per turn."""
+def dispatch_per_turn(agent: Any, turns: int, history: int) -> tuple[float, float]:
+    """Seconds per turn of the agent's hooks alone, called as the runner calls them in
+    a turn with one tool call (turn_start, context, tool_call, tool_result, turn_end),
+    the conversation growing by two messages a turn from `history`: what extensions
+    add, without the runner's and the tool's own cost (and noise) around it."""
+    from assembler.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+    from assembler.tools.base import ToolResult
+
+    hooks = agent.runner.parts.hooks
+    messages: list[Any] = [UserMessage(f"question {i}") for i in range(history)]
+    call = ToolCall("c", "ls", {"path": "."})
+    reply = AssistantMessage(tool_calls=(call,))
+    result = ToolResult("a.txt\n", details={"entries": 1})
+
+    async def go() -> tuple[float, float]:
+        start, cpu = time.perf_counter(), time.process_time()
+        for turn in range(turns):
+            await hooks.on_turn_start(turn)
+            await hooks.transform_context(messages)
+            await hooks.before_tool_call(call)
+            await hooks.after_tool_result(call, result)
+            messages.append(reply)
+            messages.append(ToolResultMessage("c", "ls", "a.txt\n"))
+            await hooks.on_turn_end(turn, reply)
+        await hooks.on_run_end("done")
+        return (time.perf_counter() - start) / turns, (time.process_time() - cpu) / turns
+
+    return asyncio.run(go())
 
 
-def measure(root: Path, counts: list[int], rounds: int) -> Figures:
-    """Median seconds per turn for 0 and each count of extensions, alternating."""
+HISTORY_TURNS = 100
+"""Turns per measured run after the conversation was filled (it grows by 200 messages)."""
+CHUNKS = 5
+"""Runs per case and round in the history table, each case's run beside its baseline's."""
+DISPATCH_TURNS = 500
+"""Turns per run of the hooks alone."""
+
+Samples = dict[str, list[tuple[float, float]]]
+"""Case ("n" extensions, or "n@h": n extensions after h messages) -> (wall, CPU)
+seconds per turn, one pair per run."""
+
+
+def one_round(root: Path, counts: list[int], histories: list[int]) -> Samples:
+    """Every case in this process, each run beside its baseline's, after a short run of
+    each (what a process does once, its imports, is no turn's cost)."""
     paths = {n: manifest(root, n) for n in (0, *counts)}
-    samples: dict[int, list[tuple[float, float]]] = {n: [] for n in paths}
-    for _ in range(rounds):
-        for n, path in paths.items():
-            samples[n].append(per_turn(path))
-    return {n: _medians(values) for n, values in samples.items()}
-
-
-def _medians(values: list[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(v[0] for v in values), statistics.median(v[1] for v in values)
+    for path in paths.values():
+        per_turn(build(path, 20, 10), 20)
+    figures: Samples = {str(n): [per_turn(build(path, TURNS), TURNS)] for n, path in paths.items()}
+    agents = {n: build(path, 2) for n, path in paths.items()}
+    for h in histories:
+        for _ in range(CHUNKS):
+            for n, path in paths.items():
+                agent = build(path, HISTORY_TURNS, h)
+                figures.setdefault(f"{n}@{h}", []).append(per_turn(agent, HISTORY_TURNS))
+                gc.collect()
+                turns = DISPATCH_TURNS
+                figures.setdefault(f"hooks {n}@{h}", []).append(
+                    dispatch_per_turn(agents[n], turns, h)
+                )
+    return figures
 
 
 def child(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        print(json.dumps(measure(Path(scratch), args.extensions, 1)))
+        print(json.dumps(one_round(Path(scratch), args.extensions, args.history)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--extensions", type=lambda s: [int(n) for n in s.split(",")], default=[1, 5, 50]
-    )
+    numbers = lambda s: [int(n) for n in s.split(",") if n]  # noqa: E731
+    parser.add_argument("--extensions", type=numbers, default=[1, 5, 50])
+    parser.add_argument("--history", type=numbers, default=[10, 100, 1000])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--before", metavar="REV")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -124,50 +191,86 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    if not args.before:
-        with tempfile.TemporaryDirectory() as scratch:
-            results: dict[str, Figures] = {
-                "now": measure(Path(scratch), args.extensions, args.rounds)
-            }
-    else:
-        results = paired(args)
-    for clock, at in (("wall time", 0), ("CPU time, all threads", 1)):
+    results = rounds(args)
+    for clock, at in (("CPU time, all threads", 1), ("wall time", 0)):
         rows = []
-        for tree, figures in results.items():
-            base = figures[0][at]
-            rows.append((f"{tree}: no extensions (baseline)", f"{base * 1e6:8.1f} µs/turn"))
+        for tree, samples in results.items():
+            rows.append((f"{tree}: no extensions (baseline)", _value(samples["0"], at)))
             for n in args.extensions:
-                value = figures[n][at]
-                added = value - base
-                rows.append(
-                    (
-                        f"{tree}: {n} no-op extension{'s' if n > 1 else ''} (5 handlers each)",
-                        f"{value * 1e6:8.1f} µs/turn: +{added * 1e6:7.1f} µs "
-                        f"({value / base:.2f}x; {added / n * 1e6:.1f} µs per extension)",
-                    )
-                )
-        report(f"no-op extensions, one tool call per turn ({TURNS} turns, median; {clock})", rows)
+                rows.append((f"{tree}: {n} no-op extension{'s' if n > 1 else ''} (5 handlers each)",
+                             _added(samples[str(n)], samples["0"], at, n)))  # fmt: skip
+        report(f"no-op extensions, one tool call per turn ({TURNS} turns; {clock})", rows)
+        if not args.history:
+            continue
+        rows = []
+        for tree, samples in results.items():
+            for h in args.history:
+                base = samples[f"0@{h}"]
+                rows.append((f"{tree}: {h} messages, no extensions (baseline)", _value(base, at)))
+                for n in args.extensions:
+                    rows.append((f"{tree}: {h} messages, {n} extensions",
+                                 _added(samples[f"{n}@{h}"], base, at, n)))  # fmt: skip
+        report(
+            f"the same after a conversation of N messages ({HISTORY_TURNS} turns; {clock})", rows
+        )
+        rows = []
+        for tree, samples in results.items():
+            for h in args.history:
+                base = samples[f"hooks 0@{h}"]
+                rows.append((f"{tree}: {h} messages, no extensions (baseline)", _value(base, at)))
+                for n in args.extensions:
+                    rows.append((f"{tree}: {h} messages, {n} extensions",
+                                 _added(samples[f"hooks {n}@{h}"], base, at, n)))  # fmt: skip
+        report(f"the hooks alone, as a turn calls them ({DISPATCH_TURNS} turns; {clock})", rows)
 
 
-def paired(args: argparse.Namespace) -> dict[str, Figures]:
-    """Each tree in a child process per round, alternating; medians per tree."""
+def _value(samples: list[tuple[float, float]], at: int) -> str:
+    values = [s[at] * 1e6 for s in samples]
+    low, high = _quartiles(values)
+    return f"{statistics.median(values):8.1f} µs/turn (quartiles {low:.1f}-{high:.1f})"
+
+
+def _added(samples: list[tuple[float, float]], base: list[tuple[float, float]], at: int,
+           n: int) -> str:  # fmt: skip
+    """The median of the per-round differences (each pair measured together), its
+    spread, and the ratio of the medians."""
+    added = [(s[at] - b[at]) * 1e6 for s, b in zip(samples, base, strict=True)]
+    value = statistics.median(s[at] for s in samples)
+    middle = statistics.median(added)
+    low, high = _quartiles(added)
+    return (f"{value * 1e6:8.1f} µs/turn: {middle:+7.1f} µs (quartiles {low:+.1f} to "
+            f"{high:+.1f} over {len(added)} pairs; "
+            f"{value / statistics.median(b[at] for b in base):.2f}x; "
+            f"{middle / n:.1f} µs per extension)")  # fmt: skip
+
+
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 4:
+        return min(values), max(values)
+    quartiles = statistics.quantiles(values, n=4)
+    return quartiles[0], quartiles[2]
+
+
+def rounds(args: argparse.Namespace) -> dict[str, Samples]:
+    """Each tree in a child process per round, alternating: one sample per case per
+    round and tree."""
     with tempfile.TemporaryDirectory(prefix="bench-ext-") as scratch:
         root = Path(scratch)
-        before = source_tree(args.before, root / "before")
-        samples: dict[str, dict[int, list[tuple[float, float]]]] = {"now": {}, "before": {}}
+        trees = {"now": REPO}
+        if args.before:
+            trees["before"] = source_tree(args.before, root / "before")
+        samples: dict[str, Samples] = {name: {} for name in trees}
         for _ in range(args.rounds):
-            for name, tree in (("now", REPO), ("before", before)):
+            for name, tree in trees.items():
                 argv, env = tree_command(tree, root / "pyc")
                 script = [argv[0], "-S", "-P", __file__, "--child", "--extensions",
-                          ",".join(map(str, args.extensions))]  # fmt: skip
+                          ",".join(map(str, args.extensions)), "--history",
+                          ",".join(map(str, args.history))]  # fmt: skip
                 env["PYTHONPATH"] += f":{Path(__file__).parent}"
                 done = subprocess.run(script, env=env, capture_output=True, text=True, check=True)
-                for n, (wall, cpu) in json.loads(done.stdout).items():
-                    samples[name].setdefault(int(n), []).append((wall, cpu))
-    return {
-        name: {n: _medians(values) for n, values in figures.items()}
-        for name, figures in samples.items()
-    }
+                for case, figures in json.loads(done.stdout).items():
+                    samples[name].setdefault(case, []).extend(map(tuple, figures))
+    return samples
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ class ResultPatch:
     usage: Mapping[str, Any] | None = None
 
 
-def _read_only_call(call: ToolCall) -> ToolCall:
+def read_only_call(call: ToolCall) -> ToolCall:
     """The call with a read-only copy of its arguments, all the way down
     (`assembler.frozen`)."""
     if call.arguments is None or isinstance(call.arguments, FrozenDict):
@@ -78,7 +78,7 @@ class ToolCallEvent:
     allowed: by a rule, the default, the mode or a person); None without rules."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "call", _read_only_call(self.call))
+        object.__setattr__(self, "call", read_only_call(self.call))
 
     @property
     def name(self) -> str:
@@ -101,7 +101,7 @@ class ToolResultEvent:
     result: ToolResult
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "call", _read_only_call(self.call))
+        object.__setattr__(self, "call", read_only_call(self.call))
         details = self.result.details
         if not isinstance(details, FrozenDict):
             view = replace(self.result, details=freeze_mapping(details))

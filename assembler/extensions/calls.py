@@ -14,7 +14,7 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   (`REAP_GRACE`), if it still runs, its coroutine is closed, so a handler that
   ignores cancellation ends anyway and `asyncio.run` does not wait for it at exit;
   `reap()` does the same for all of them at the end of the session. (A first step
-  that blocks the loop cannot be stopped, as before: nothing on the loop's thread can.)
+  that blocks the loop cannot be stopped: nothing on the loop's thread can.)
 - A plain function runs in a worker thread (`handler_thread`), since Python cannot
   interrupt a call on the event loop's own thread; the loop waits for it in place for
   up to `BRIEF_WAIT`, then through the loop until its deadline. After a wait in place
@@ -28,9 +28,11 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   turn's `turn_end` and the next `turn_start` go with the next `context`), or on the
   loop's next iteration if nothing comes first. The next event waits for it
   (`settle`), usually for free, since the thread runs it before that event's own
-  handlers; so does the end of a run. Its deadline is watched all the
-  same, and its failure is returned by the next `run` or `settle`, naming its event,
-  before any model request or tool call that follows it.
+  handlers; so does the end of a run. Its deadline is watched all the same, by one
+  timer for all the notifications in flight (not one per notification), and its
+  failure is returned by the next `run` or `settle`, naming its event, before any
+  model request or tool call that follows it. An event whose batch answers within
+  `BRIEF_WAIT` costs no future, task or timer (issue 21, round 3).
 
 Every abandonment becomes a diagnostic naming the extension (`take_diagnostics`).
 """
@@ -81,8 +83,10 @@ class Subscription:
 
 class Chain(Protocol):
     """How one event's handlers are chained: what each receives, and how its result
-    is folded in. `accept` returns True to stop asking the later handlers; it may
-    raise `ExtensionError` for a result of the wrong shape."""
+    is folded in. `accept` is given every result but None (a handler with nothing to
+    say changes nothing, so a chain must treat None as no change), and returns True
+    to stop asking the later handlers; it may raise `ExtensionError` for a result of
+    the wrong shape. `argument` changes only through `accept`."""
 
     def argument(self) -> Any: ...
     def accept(self, extension: str, result: Any) -> bool: ...
@@ -124,7 +128,6 @@ class _InFlight:
     event: str
     steps: Sequence[Subscription]
     job: PlainJob
-    watch: Any
 
 
 class HandlerCaller:
@@ -138,7 +141,13 @@ class HandlerCaller:
         self._in_flight: list[_InFlight] = []
         self._unsent: list[PlainJob] = []  # notifications' jobs not put to the thread yet
         self._send_soon = False  # a `_send` is scheduled on the loop
-        self._brief_wait = BRIEF_WAIT  # 0 after a wait in place that was not enough
+        self._brief_wait = min(BRIEF_WAIT, timeout)  # 0 after a wait in place that was not enough
+        self._watchdog: asyncio.TimerHandle | None = None  # for the notifications in flight
+        self._watchdog_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def busy(self) -> bool:  # notifications are in flight: `settle` has work
+        return bool(self._in_flight)
 
     def take_diagnostics(self) -> list[str]:
         """Abandoned handlers not reported yet."""
@@ -158,27 +167,33 @@ class HandlerCaller:
             failure = await self.settle()
             if failure is not None:
                 return failure
-        index = 0
-        while index < len(subscriptions):
+        index, count = 0, len(subscriptions)
+        while index < count:
             step = subscriptions[index]
             if step.is_coroutine:
                 outcome = await self._call_coroutine(event, step, chain)
                 if isinstance(outcome, HandlerFailure):
                     return outcome
-                if chain.accept(step.extension, outcome[0]):
+                if outcome[0] is not None and chain.accept(step.extension, outcome[0]):
                     return None
                 index += 1
                 continue
-            end = index
-            while end < len(subscriptions) and not subscriptions[end].is_coroutine:
+            end = index + 1
+            while end < count and not subscriptions[end].is_coroutine:
                 end += 1
-            batch = subscriptions[index:end]
+            batch = subscriptions if index == 0 and end == count else subscriptions[index:end]
             job = self._submit(batch, chain)  # behind the notifications in flight, if any
-            ended = await self._wait(event, job, batch)
-            if self._in_flight:  # done before this job, unless one was late
+            started = time.monotonic()
+            ended = job.wait_briefly(self._brief_wait)  # most batches end here
+            if ended is None:
+                ended = await self._wait_through_loop(event, job, batch, started)
+            if self._in_flight and not self._take_done():  # done before this job, unless late
                 failure = await self.settle()
                 if failure is not None:
                     return failure
+            if ended[0] == "done":
+                index = end
+                continue
             result = await self._after_batch(event, batch, chain, job, ended)
             if not isinstance(result, int):
                 return result
@@ -195,18 +210,29 @@ class HandlerCaller:
         if not subscriptions:
             return None
         chain = Notification(argument)
-        if any(step.is_coroutine for step in subscriptions):
-            return await self.run(event, subscriptions, chain)
-        job = PlainJob(subscriptions, chain, asyncio.get_running_loop())
+        for step in subscriptions:
+            if step.is_coroutine:
+                return await self.run(event, subscriptions, chain)
+        loop = asyncio.get_running_loop()
+        job = PlainJob(subscriptions, chain, loop)
         self._unsent.append(job)
         if not self._send_soon:
             self._send_soon = True
-            job.loop.call_soon(self._send_scheduled)
-        watch = watch_deadline(
-            job, self.timeout, lambda late: self._late(late, event, subscriptions)
-        )
-        self._in_flight.append(_InFlight(event, subscriptions, job, watch))
+            loop.call_soon(self._send_scheduled)
+        self._in_flight.append(_InFlight(event, subscriptions, job))
+        if self._watchdog is None or self._watchdog_loop is not loop:
+            self._arm_watchdog(loop, self.timeout)
         return None
+
+    def _take_done(self) -> bool:
+        """Drop the notifications at the front that ended well; True if none is left."""
+        flights = self._in_flight
+        while flights:
+            outcome = flights[0].job.outcome
+            if outcome is None or outcome[0] != "done":
+                return False
+            flights.pop(0)
+        return True
 
     async def settle(self) -> HandlerFailure | None:
         """Wait for the notifications in flight; the first failure, naming its event."""
@@ -214,10 +240,11 @@ class HandlerCaller:
         first: HandlerFailure | None = None
         while self._in_flight:
             flight = self._in_flight.pop(0)
-            try:
+            outcome = flight.job.outcome
+            if outcome is None:
                 outcome = await self._wait(flight.event, flight.job, flight.steps)
-            finally:
-                flight.watch.cancel()
+            if outcome[0] == "done":
+                continue
             result = await self._after_batch(
                 flight.event, flight.steps, flight.job.chain, flight.job, outcome
             )
@@ -265,13 +292,10 @@ class HandlerCaller:
         return job
 
     def _send(self) -> None:
-        """Put the jobs not sent yet to the thread, in order: the first put wakes it,
-        the others find it awake (a wake-up is most of what a trip costs)."""
+        """Give the jobs not sent yet to the thread, in order, in one wake-up."""
         if self._unsent:
             unsent, self._unsent = self._unsent, []
-            jobs = self._handler_thread().jobs
-            for job in unsent:
-                jobs.put(job)
+            self._handler_thread().send(unsent)
 
     def _send_scheduled(self) -> None:
         self._send_soon = False
@@ -290,15 +314,21 @@ class HandlerCaller:
         """The job's outcome: in place when it is quick, else through the loop, with
         its deadline watched."""
         started = time.monotonic()
-        outcome = job.wait_briefly(min(self._brief_wait, self.timeout))
+        outcome = job.wait_briefly(self._brief_wait)
         if outcome is not None:
             return outcome
+        return await self._wait_through_loop(event, job, batch, started)
+
+    async def _wait_through_loop(
+        self, event: str, job: PlainJob, batch: Sequence[Subscription], started: float
+    ) -> Outcome:
+        """The job's outcome, waited for through the loop until its deadline."""
         future = job.waited_future()
         watch = watch_deadline(job, self.timeout, lambda late: self._late(late, event, batch))
         try:
             outcome = await future
             quick = time.monotonic() - started < BRIEF_WAIT
-            self._brief_wait = BRIEF_WAIT if quick else 0.0
+            self._brief_wait = min(BRIEF_WAIT, self.timeout) if quick else 0.0
             return outcome
         except asyncio.CancelledError:  # the run was cancelled: leave the handler
             job.abandon()
@@ -306,6 +336,29 @@ class HandlerCaller:
             raise
         finally:
             watch.cancel()
+
+    def _arm_watchdog(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        # weakly: hooks `agent.reload()` dropped are collected without waiting for it
+        self._watchdog = loop.call_later(delay, _watch_in_flight, weakref.ref(self))
+        self._watchdog_loop = loop
+
+    def _watch_in_flight(self) -> None:
+        """Declare late each notification in flight whose running handler is past its
+        deadline; look again at the next deadline while any runs or waits."""
+        loop, self._watchdog = self._watchdog_loop, None
+        delay: float | None = None
+        for flight in list(self._in_flight):
+            job = flight.job
+            if job.outcome is not None:
+                continue
+            late_by = job.late_by(self.timeout)
+            if late_by is None or late_by < 0:  # queued (its clock has not started), or in time
+                wait = self.timeout if late_by is None else -late_by
+                delay = wait if delay is None else min(delay, wait)
+            elif job.declare_late():
+                self._late(job, flight.event, flight.steps)
+        if delay is not None and loop is not None and not loop.is_closed():
+            self._arm_watchdog(loop, delay)
 
     def _late(self, job: PlainJob, event: str, batch: Sequence[Subscription]) -> None:
         """A job was declared late: its thread is retired, the jobs queued behind it
@@ -319,9 +372,7 @@ class HandlerCaller:
             return
         waiting = thread.retire()
         if waiting:
-            fresh = self._handler_thread()
-            for job in waiting:
-                fresh.jobs.put(job)
+            self._handler_thread().send(waiting)
 
     # -- coroutine handlers ----------------------------------------------------------------
 
@@ -419,9 +470,11 @@ class HandlerCaller:
         them up to `REAP_GRACE` seconds, close the rest (so nothing waits for them at
         exit), and retire the worker thread."""
         for flight in self._in_flight:
-            flight.watch.cancel()
             flight.job.abandon()
         self._in_flight.clear()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = self._watchdog_loop = None
         self._unsent.clear()
         pending = [task for task in self.abandoned if not task.done()]
         if pending:
@@ -433,6 +486,12 @@ class HandlerCaller:
         if self._thread is not None:
             self._thread.retire()
             self._thread = None
+
+
+def _watch_in_flight(caller: weakref.ref[HandlerCaller]) -> None:
+    alive = caller()
+    if alive is not None:
+        alive._watch_in_flight()
 
 
 def _settle(future: asyncio.Future[bool], value: bool) -> None:

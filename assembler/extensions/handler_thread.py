@@ -52,6 +52,8 @@ class Step(Protocol):
 
 
 class Chain(Protocol):
+    """See `calls.Chain`."""
+
     def argument(self) -> Any: ...
     def accept(self, extension: str, result: Any) -> bool: ...
 
@@ -79,6 +81,8 @@ class PlainJob:
     # -- in the worker thread ------------------------------------------------------
 
     def run(self) -> None:
+        chain, call = self.chain, self.context.run
+        argument = chain.argument()  # changes only when a handler answers (`Chain`)
         for index, step in enumerate(self.steps):
             if self.abandoned:
                 return
@@ -87,24 +91,28 @@ class PlainJob:
             self.started = time.monotonic()
             self.index = index
             try:
-                result = self.context.run(step.handler, self.chain.argument())
+                result = call(step.handler, argument)
             except BaseException as e:  # SystemExit in a handler is its failure, not ours
                 self._settle(("failed", index, e))
                 return
+            if result is None:  # the usual answer: nothing to fold in
+                continue
             if inspect.isawaitable(result):  # a plain function that returned a coroutine
                 self._settle(("awaitable", index, result))
                 return
             if self.abandoned:
                 return
             try:
-                stop = self.chain.accept(step.extension, result)
+                stop = chain.accept(step.extension, result)
             except BaseException as e:
                 self._settle(("invalid", index, e))
                 return
             if stop:
                 self._settle(("stopped", index, None))
                 return
-        self._settle(("done", len(self.steps) - 1, None))
+            argument = chain.argument()
+        if not self.abandoned:
+            self._settle(("done", len(self.steps) - 1, None))
 
     def _settle(self, outcome: Outcome, *, on_loop: bool = False) -> bool:
         """Set the outcome unless it is set already; wake whoever waits."""
@@ -173,9 +181,22 @@ class HandlerThread:
         )
         self.thread.start()
 
+    def send(self, jobs: Sequence[PlainJob]) -> None:
+        """Queue `jobs`, in order: the first put wakes the thread, the others find it
+        awake (a wake-up is most of what a trip costs)."""
+        for job in jobs:
+            self.jobs.put(job)
+
     def _serve(self) -> None:
-        while (job := self.jobs.get()) is not None:  # None: retired
+        while True:
+            job = self.jobs.get()
+            if job is None:  # retired
+                return
             job.run()
+            # not kept while waiting for the next: what the job holds (the copy of the
+            # conversation a context chain gave its handlers) is then held only by
+            # its owner, which may reuse it (`extensions.context_copy`)
+            del job
 
     def retire(self) -> list[PlainJob]:
         """Stop taking jobs; the jobs still queued, for another thread."""

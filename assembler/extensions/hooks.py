@@ -15,13 +15,16 @@
 - `context`: a copy of the messages before each request (one copy for the chain, so
   the conversation itself never changes); each handler's output (a returned list, or
   the list it changed in place) is the next one's input. Failure raises
-  `ExtensionError`.
+  `ExtensionError`. A chain that changed nothing hands the runner's own list back,
+  and its copy is brought up to date for the next request instead of made again
+  (`extensions.context_copy`): the cost per request does not grow with the history.
 
 Every handler has `limits.hook_timeout` seconds, and a late one is abandoned
 whatever it does with cancellation (`assembler.extensions.calls`). Notifications
 (`turn_start`, `turn_end`, `session_start`) with only plain handlers are not waited
 for; their failure is raised by the next hook, before any request or tool call that
-follows, and at the end of the run.
+follows, and at the end of the run. An event no extension handles costs a dictionary
+look-up: it never reaches the handler thread.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ from assembler.extensions.api import (
     ToolCallEvent,
     ToolResultEvent,
     TurnEvent,
+    read_only_call,
 )
 from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
+from assembler.extensions.context_copy import ContextCopies, ContextCopy
 from assembler.extensions.loader import LoadedExtension
 from assembler.frozen import thaw
 from assembler.messages import (
@@ -84,6 +89,8 @@ class ExtensionHooks:
                 self.subscriptions.setdefault(event, []).extend(
                     Subscription(extension.name, h) for h in handlers
                 )
+        self._copies = ContextCopies()
+        self._viewed: tuple[ToolCall, ToolCall] | None = None  # a call, its read-only view
 
     def take_diagnostics(self) -> list[Issue]:
         """Handlers abandoned since the last call, each reported once."""
@@ -105,6 +112,8 @@ class ExtensionHooks:
 
     async def _settled(self) -> None:
         """Wait for the notifications in flight; raise the first failure among them."""
+        if not self.caller.busy:
+            return
         failure = await self.caller.settle()
         if failure is not None:
             raise self._fail(failure.event, failure)
@@ -135,26 +144,44 @@ class ExtensionHooks:
             await self.caller.reap()
 
     async def on_turn_start(self, turn: int) -> None:
-        await self._notify("turn_start", TurnEvent(turn))
+        if "turn_start" in self.subscriptions:
+            await self._notify("turn_start", TurnEvent(turn))
 
     async def on_turn_end(self, turn: int, message: AssistantMessage) -> None:
-        await self._notify("turn_end", TurnEvent(turn, message))
+        if "turn_end" in self.subscriptions:
+            await self._notify("turn_end", TurnEvent(turn, message))
 
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
         subscriptions = self.subscriptions.get("context")
         if not subscriptions:
             await self._settled()
             return messages
-        chain = _ContextChain(list(messages))  # one copy protects the history
+        copy = self._copies.take(messages)  # one copy protects the history
+        chain = _ContextChain(copy)
         failure = await self.caller.run("context", subscriptions, chain)
+        current = chain.current
         if failure is not None:
             raise self._fail("context", failure)
-        if chain.current == messages:
-            # Nothing changed (a list compares item by item, identity first): the
-            # runner's own list goes on, so the request stays a view of it and what
-            # is counted of it per request does not grow with the history (issue 21).
+        if current is copy:
+            if self._copies.give_back(copy, messages):
+                # Nothing changed: the runner's own list goes on, so the request stays
+                # a view of it and what is counted of it per request does not grow with
+                # the history (issue 21).
+                return messages
+            return copy
+        if current == messages:  # a handler returned a list equal to it (identity first)
             return messages
-        return chain.current
+        return current
+
+    def _read_only(self, call: ToolCall) -> ToolCall:
+        """The read-only view of `call`, made once for its `tool_call` and
+        `tool_result` events."""
+        viewed = self._viewed
+        if viewed is not None and viewed[0] is call:
+            return viewed[1]
+        view = read_only_call(call)
+        self._viewed = (call, view)
+        return view
 
     async def before_tool_call(self, call: ToolCall) -> CallDecision:
         subscriptions = self.subscriptions.get("tool_call")
@@ -162,7 +189,10 @@ class ExtensionHooks:
             await self._settled()
             return ALLOW
         event = ToolCallEvent(
-            call, self.tool_sources.get(call.name, ""), self.workspace, current_permission.get()
+            self._read_only(call),
+            self.tool_sources.get(call.name, ""),
+            self.workspace,
+            current_permission.get(),
         )
         chain = _ToolCallChain(event)
         failure = await self.caller.run("tool_call", subscriptions, chain)
@@ -178,7 +208,7 @@ class ExtensionHooks:
         if not subscriptions:
             await self._settled()
             return ResultOutcome(result)
-        chain = _ResultChain(ToolResultEvent(call, result).call, result)
+        chain = _ResultChain(self._read_only(call), result)
         failure = await self.caller.run("tool_result", subscriptions, chain)
         if failure is not None:
             raise self._fail("tool_result", failure)
@@ -207,9 +237,12 @@ class _ResultChain:
         self.call = call  # already a read-only view
         self.result = result
         self.rewritten: list[str] = []
+        self._event: ToolResultEvent | None = None  # made once per result, not per handler
 
     def argument(self) -> ToolResultEvent:
-        return ToolResultEvent(self.call, self.result)
+        if self._event is None:
+            self._event = ToolResultEvent(self.call, self.result)
+        return self._event
 
     def accept(self, extension: str, patch: Any) -> bool:
         if patch is not None:
@@ -217,6 +250,7 @@ class _ResultChain:
             if patched != self.result:
                 self.rewritten.append(extension)
             self.result = patched
+            self._event = None
         return False
 
 
@@ -230,8 +264,11 @@ class _ContextChain:
         return self.current
 
     def accept(self, extension: str, result: Any) -> bool:
-        if result is None:
-            return False
+        current = self.current
+        if result is None or (
+            result is current and isinstance(current, ContextCopy) and not current.changed
+        ):
+            return False  # nothing returned, or the copy it was given, unchanged
         if not isinstance(result, list | tuple):
             raise ExtensionError(
                 f"extension `{extension}`: context handler returned "

@@ -30,7 +30,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -111,14 +111,18 @@ class _Command:
             os.write(self.control, b"kill\n")
 
     def forget(self) -> None:
-        RUNNING.discard(self.key)
+        """Drop the command and close its two descriptors, once: two runs sweeping at
+        the same moment must not close a descriptor number twice, since the second
+        close would hit whatever the process opened under that number in between."""
         with _lock:
-            _commands.pop(self.key, None)
+            if _commands.pop(self.key, None) is None:
+                return
+            for fd in (self.control, self.watch):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        RUNNING.discard(self.key)
         if self.scope is not None:
             self.scope.discard(self)
-        for fd in (self.control, self.watch):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 _commands: dict[int, _Command] = {}
@@ -157,9 +161,12 @@ class ProcessScope:
         # releases the command once the tree is gone, or gives up waiting.
         while any(not c.released for c in commands) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        watches = [c.watch for c in commands if c.released]
-        if watches:
-            await asyncio.to_thread(wait_closed, watches, deadline)
+        watches = _watch_copies(c for c in commands if c.released)
+        try:
+            if watches:
+                await asyncio.to_thread(wait_closed, watches, deadline)
+        finally:
+            _close_all(watches)
         sweep()
 
 
@@ -169,9 +176,33 @@ def stop_all(wait: float = 0.0) -> None:
     if wait <= 0:
         return
     with _lock:
-        watches = [c.watch for c in _commands.values() if c.released]
-    wait_closed(watches, time.monotonic() + wait)
+        released = [c for c in _commands.values() if c.released]
+    watches = _watch_copies(released)
+    try:
+        wait_closed(watches, time.monotonic() + wait)
+    finally:
+        _close_all(watches)
     sweep()
+
+
+def _watch_copies(commands: Iterable[_Command]) -> list[int]:
+    """Duplicates of the status descriptors of `commands` still registered, for a
+    wait outside the lock: another run's `sweep` may forget (and close) a command
+    while the wait runs, and a copy keeps the pipe open and its number ours until
+    the wait is over."""
+    copies = []
+    with _lock:
+        for command in commands:
+            if command.key in _commands:
+                with contextlib.suppress(OSError):
+                    copies.append(os.dup(command.watch))  # shares its non-blocking mode
+    return copies
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 @dataclass
@@ -307,11 +338,12 @@ def prepare_sandbox(policy: Mapping[str, Any]) -> None:
 
 def sweep() -> None:
     """Forget command supervisors that have exited (their status reached its end)."""
+    # Looked at under the lock: a descriptor another thread's sweep closed could
+    # otherwise be read here after its number was reused for something else.
     with _lock:
-        released = [c for c in _commands.values() if c.released]
-    for command in released:
-        if at_end(command.watch):
-            command.forget()
+        ended = [c for c in _commands.values() if c.released and at_end(c.watch)]
+    for command in ended:
+        command.forget()
 
 
 # --- the CLI's exit path ------------------------------------------------------------

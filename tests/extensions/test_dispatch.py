@@ -326,3 +326,100 @@ def test_a_failing_turn_end_handler_stops_the_run_before_the_next_request(tmp_pa
         failure
     )
     assert len(model.requests) == 1
+
+
+def test_a_late_notification_is_declared_late_with_no_event_after_it() -> None:
+    """One timer watches every notification in flight: it fires at the deadline even
+    when the loop has nothing else to do, and no later event is needed."""
+    release = threading.Event()
+
+    async def go() -> list[str]:
+        caller = HandlerCaller(0.2)
+        await caller.notify("turn_end", [Subscription("slow", lambda e: release.wait(10))], "e")
+        notes: list[str] = []
+        for _ in range(200):  # the loop idles; only the timer can find it late
+            await asyncio.sleep(0.05)
+            notes = caller.take_diagnostics()
+            if notes:
+                break
+        release.set()
+        failure = await caller.settle()
+        await caller.reap()
+        assert failure == HandlerFailure("slow", None, "turn_end")
+        return notes
+
+    notes = asyncio.run(go())
+    assert len(notes) == 1 and "extension `slow`: turn_end handler did not finish" in notes[0]
+
+
+def test_a_notification_sent_after_the_timer_was_armed_gets_its_own_full_deadline() -> None:
+    """The timer was armed for an earlier notification; the later one, still running
+    when it fires, is within its own deadline: it is looked at again, not declared
+    late, and ends well."""
+    ran: list[str] = []
+
+    def slow(event: Any) -> None:
+        time.sleep(0.5)
+        ran.append(event)
+
+    async def go() -> HandlerFailure | None:
+        caller = HandlerCaller(1.0)
+        await caller.notify("turn_end", [Subscription("quick", lambda e: None)], "first")
+        await asyncio.sleep(0.6)  # the timer fires at 1.0 s, while `slow` runs (0.6-1.1 s)
+        await caller.notify("turn_start", [Subscription("slow", slow)], "second")
+        await asyncio.sleep(0.9)
+        failure = await caller.settle()
+        assert caller.take_diagnostics() == []
+        await caller.reap()
+        return failure
+
+    assert asyncio.run(go()) is None
+    assert ran == ["second"]
+
+
+ON_TOOL_RESULT_ONLY = """
+from pathlib import Path
+
+def setup(api, options):
+    @api.on("tool_result")
+    def seen(event):
+        (Path(__file__).parent / "tool_result.log").write_text(event.name)
+"""
+
+
+def test_an_event_no_extension_handles_never_reaches_the_handler_thread(tmp_path: Path) -> None:
+    """A turn's turn_start, context and turn_end have no handler here: the handler
+    thread is never even started for them. The tool_result of a tool call starts it."""
+    from assembler.agent.build import build_agent
+    from assembler.runner.events import RunEnd, ToolCallResult
+    from assembler.validation.load import load_manifest
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    manifest = project(tmp_path, {"results": ON_TOOL_RESULT_ONLY})
+
+    def handler_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "assemble-extension-handlers"}
+
+    def started_while_running(model: ScriptedModel) -> dict[str, bool]:
+        agent = build_agent(load_manifest(manifest), provider=model, trust=True,
+                            record_session=False)  # fmt: skip
+        earlier = handler_threads()
+        seen: dict[str, bool] = {}
+
+        async def go() -> None:
+            async with agent:
+                async for event in agent.stream("go"):
+                    if isinstance(event, ToolCallResult | RunEnd):
+                        seen[type(event).__name__] = bool(handler_threads() - earlier)
+
+        asyncio.run(go())
+        return seen
+
+    assert started_while_running(ScriptedModel([text("no tools")])) == {"RunEnd": False}
+    assert not (tmp_path / "ext" / "tool_result.log").exists()
+    with_a_call = started_while_running(
+        ScriptedModel([tool_call("read", path="a.txt"), text("ok")])
+    )
+    assert with_a_call == {"ToolCallResult": True, "RunEnd": True}
+    assert (tmp_path / "ext" / "tool_result.log").read_text() == "read"

@@ -4,6 +4,7 @@ registration through the snapshot, and reload."""
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -450,3 +451,84 @@ def setup(api, options):
             return (await agent.prompt("hi")).text
 
     assert asyncio.run(go()) == "echo from parrot"
+
+
+QUIET_RECORDER = """
+import json
+from pathlib import Path
+
+LOG = Path(__file__).parent / "seen.jsonl"
+
+def setup(api, options):
+    @api.on("context")
+    def look(messages):
+        with LOG.open("a") as log:
+            log.write(json.dumps([repr(m) for m in messages]) + "\\n")
+"""
+
+
+def test_a_context_handler_sees_the_whole_conversation_at_every_request(tmp_path: Path) -> None:
+    # The copy a quiet handler got is kept and brought up to date between requests
+    # (issue 21, round 3): what it sees is still exactly what the request carries.
+    (tmp_path / "ws" / "a.txt").parent.mkdir(parents=True)
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    manifest = project(tmp_path, {"quiet": QUIET_RECORDER})
+    read = tool_call("read", path="a.txt")
+    model = ScriptedModel([read, read, read, text("done")])
+    run_agent(manifest, model, "question")
+    seen = [json.loads(line) for line in (tmp_path / "ext" / "seen.jsonl").read_text().splitlines()]
+    assert len(seen) == 4
+    assert seen == [[repr(m) for m in request.messages] for request in model.requests]
+    assert all(isinstance(request.messages, History) for request in model.requests)
+    assert [len(s) for s in seen] == [1, 3, 5, 7]
+
+
+CHANGES_THE_FIRST_REQUEST = """
+from assembler.messages import UserMessage
+
+calls = []
+
+def setup(api, options):
+    @api.on("context")
+    def once(messages):
+        calls.append(1)
+        if len(calls) == 1:
+            messages.append(UserMessage("only the first request"))
+"""
+
+KEEPS_EVERY_LIST = """
+import json
+from pathlib import Path
+
+LOG = Path(__file__).parent / "kept.jsonl"
+kept = []
+
+def setup(api, options):
+    @api.on("context")
+    def keep(messages):
+        kept.append(messages)
+        with LOG.open("a") as log:
+            log.write(json.dumps([len(k) for k in kept]) + "\\n")
+"""
+
+
+def test_a_change_in_place_reaches_one_request_and_a_kept_list_stays_as_given(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "ws" / "a.txt").parent.mkdir(parents=True)
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    manifest = project(tmp_path, {"once": CHANGES_THE_FIRST_REQUEST, "keeper": KEEPS_EVERY_LIST})
+    read = tool_call("read", path="a.txt")
+    model = ScriptedModel([read, read, text("done")])
+    _, agent = run_agent(manifest, model, "question")
+
+    def users(messages: Any) -> list[str]:
+        return [m.content for m in messages if isinstance(m, UserMessage)]
+
+    assert users(model.requests[0].messages) == ["question", "only the first request"]
+    assert users(model.requests[1].messages) == ["question"]  # no trace of it later
+    assert users(model.requests[2].messages) == ["question"]
+    assert users(agent.messages) == ["question"]
+    lines = (tmp_path / "ext" / "kept.jsonl").read_text().splitlines()
+    # each list the keeper kept still has the length it had when it was given
+    assert json.loads(lines[-1]) == [2, 3, 5]

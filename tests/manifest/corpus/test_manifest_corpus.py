@@ -8,6 +8,7 @@ JSON path, as `assemble validate` prints them.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ INVALID = _cases("invalid")
 
 def _validate(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> list[Issue]:
     monkeypatch.chdir(manifest.parent)
+    # The corpus names servers this environment installs (`mcp-server-time`): found
+    # beside the running Python even when its virtual environment is not activated.
+    path = os.environ.get("PATH", "")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{path}")
     return list(validate_file(Path(manifest.name), env=ENV).issues)
 
 
