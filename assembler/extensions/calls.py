@@ -187,6 +187,8 @@ class HandlerCaller:
             ended = job.wait_briefly(self._brief_wait)  # most batches end here
             if ended is None:
                 ended = await self._wait_through_loop(event, job, batch, started)
+            elif not self._brief_wait:  # answered without waiting at all: quick again
+                self._brief_wait = min(BRIEF_WAIT, self.timeout)
             if self._in_flight and not self._take_done():  # done before this job, unless late
                 failure = await self.settle()
                 if failure is not None:
