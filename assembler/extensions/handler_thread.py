@@ -202,14 +202,13 @@ class HandlerThread:
         self._ring()
 
     def _ring(self) -> None:
-        # BlockingIOError: the pipe is full of wake-ups not read yet, so the thread
-        # will look at the queue anyway
         with self._bell_guard:
-            if not self._rung_off:
-                try:
-                    os.write(self._bell, b"\0")
-                except BlockingIOError:
-                    pass
+            if self._rung_off:
+                return
+            try:
+                os.write(self._bell, b"\0")
+            except BlockingIOError:  # full of wake-ups not read yet: the thread will look
+                return
 
     def _serve(self, wake_up: int) -> None:
         try:
