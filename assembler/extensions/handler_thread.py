@@ -63,6 +63,11 @@ class PlainJob:
     """A batch of plain handlers of one event, for the worker thread. Its outcome is
     set once, by the thread or (when late) by the loop, whichever comes first."""
 
+    __slots__ = (
+        "steps", "chain", "loop", "context", "index", "started", "outcome", "abandoned",
+        "future", "_finished", "_guard",
+    )  # fmt: skip
+
     def __init__(
         self, steps: Sequence[Step], chain: Chain, loop: asyncio.AbstractEventLoop
     ) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 from extension_project import project, run_bounded
 
 from assembler.errors import ExtensionError
-from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
+from assembler.extensions.calls import HandlerCaller
 from assembler.extensions.handler_thread import BRIEF_WAIT, PlainJob
+from assembler.extensions.subscriptions import HandlerFailure, Notification, Subscription
 from assembler.runner.events import TurnEnd, TurnStart
 from assembler.testing import ScriptedModel, text, tool_call
 
