@@ -23,7 +23,8 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   handlers never cost the loop that wait on every event. A late one is left
   running in its thread and that thread is retired; later jobs get a new one.
 - A notification (`notify`: `turn_start`, `turn_end`, `session_start`) whose handlers
-  are all plain is not waited for: its job is queued and the run goes on. It reaches
+  are all plain is not waited for: its job is queued (`post`, which the hooks call
+  without an `await`) and the run goes on. It reaches
   the thread with the next job of an event (one wake-up of the thread for both: a
   turn's `turn_end` and the next `turn_start` go with the next `context`), or on the
   loop's next iteration if nothing comes first. The next event waits for it

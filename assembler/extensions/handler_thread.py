@@ -13,7 +13,9 @@ waits in place for a job (`wait_briefly`, at most `BRIEF_WAIT` seconds, a lock h
 over between the two threads: about a tenth of that), as a no-op or quick handler
 finishes well within it; only a job still running then is waited for through the loop,
 with its deadline. A job may also run without anyone waiting (a notification): its
-deadline is watched all the same.
+deadline is watched all the same. The thread is woken through a pipe of its own
+(`HandlerThread`), which hands it the GIL at once: that halved what a trip costs
+(issue 21, round 4).
 """
 
 from __future__ import annotations
@@ -64,8 +66,17 @@ class PlainJob:
     set once, by the thread or (when late) by the loop, whichever comes first."""
 
     __slots__ = (
-        "steps", "chain", "loop", "context", "index", "started", "outcome", "abandoned",
-        "future", "_finished", "_guard",
+        "_finished",
+        "_guard",
+        "abandoned",
+        "chain",
+        "context",
+        "future",
+        "index",
+        "loop",
+        "outcome",
+        "started",
+        "steps",
     )  # fmt: skip
 
     def __init__(
