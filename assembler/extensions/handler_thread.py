@@ -195,7 +195,7 @@ class HandlerThread:
     it (issue 21, round 4). `os.write` lets go of the GIL for its system call, so the
     woken thread finds the GIL free and runs at once. Woken through the queue's own
     lock instead, it woke while the loop still held the GIL, slept again until the loop
-    let go of it, and only then ran: a bare trip cost 14 µs of CPU against 5 µs this
+    let go of it, and only then ran: a bare trip cost 10-15 µs of CPU against 3-5 µs this
     way, and a turn makes three."""
 
     def __init__(self) -> None:
