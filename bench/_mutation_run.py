@@ -12,6 +12,13 @@ imports. The child executes the mutated module's code into the loaded module and
 rebinds every other module's reference to the module's functions and classes, so a
 test's `from assembler.x import f` and the package's own callers both reach the
 mutant. Children are their own process group: a timeout kills what a test started too.
+
+Before every test, in the baseline and in each mutant's child alike, the package's
+process-wide memos are emptied (`clear_memos`): a memo makes its function's body run
+in the first test that asks, and never again in that process, so without the clearing
+the baseline credited memoised code to that one test only, and a mutant there ran
+against that test alone (the template sandbox's class, built once per process, was
+all but unmutated; issue 28, round 6).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -73,6 +81,78 @@ def module_name(path: str) -> str:
     return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
+MEMOS = (
+    "assembler.trust_files._PARSED",
+    "assembler.python_refs._LOCATIONS",
+    "assembler.python_source._SOURCES",
+)
+"""The package's memos that are not `functools` caches: module-level containers
+emptied with `.clear()` (`clear_memos` finds the `functools` ones by itself)."""
+
+
+def clear_memos(package: str, *, rescan: bool = False) -> int:
+    """Empty the process-wide memos of `package` (the mutated module's top-level
+    package); how many were emptied.
+
+    Why clear rather than re-import: a memo is the one kind of state that makes a
+    test's path through the code depend on the tests before it (its body runs for
+    the first caller only), and emptying it is exact, cheap and touches nothing
+    else, where importing the package again would make second copies of its classes
+    and exceptions that the loaded tests and other packages still hold the first
+    copies of. Found by walking the package's modules: every `functools.cache` /
+    `lru_cache` wrapper defined in the package, at module level or on a class
+    (methods, static and class methods), and the containers `MEMOS` names. A memo
+    outside the package (Jinja2's own, say) holds nothing the package computed, so it
+    is left alone. The walk (some 15 ms over 340 modules) is repeated only when a
+    module has been imported since, or with `rescan` (after a mutant replaced a
+    module's functions)."""
+    known = _FOUND.get(package)
+    if rescan or known is None or known[0] != len(sys.modules):
+        known = (len(sys.modules), _memos_of(package))
+        _FOUND[package] = known
+    for clear in known[1]:
+        clear()
+    return len(known[1])
+
+
+_FOUND: dict[str, tuple[int, list[Any]]] = {}
+"""Per package: how many modules were loaded when its memos were found, and the
+functions that empty them."""
+
+
+def _memos_of(package: str) -> list[Any]:
+    found: list[Any] = []
+    prefix = f"{package}."
+    for name, module in list(sys.modules.items()):
+        if name != package and not name.startswith(prefix):
+            continue
+        for value in list(getattr(module, "__dict__", {}).values()):
+            if isinstance(value, type) and value.__module__ == name:
+                for attribute in list(vars(value).values()):
+                    found += _cache_of(getattr(attribute, "__func__", attribute), package)
+            else:
+                found += _cache_of(value, package)
+    for dotted in MEMOS:
+        owner, _, attribute = dotted.rpartition(".")
+        memo = getattr(sys.modules.get(owner), attribute, None)
+        if dotted.startswith(prefix) and memo is not None:
+            found.append(memo.clear)
+    return found
+
+
+_CACHE = type(functools.cache(len))
+"""The type of what `functools.cache` and `lru_cache` return."""
+
+
+def _cache_of(value: Any, package: str) -> list[Any]:
+    if not isinstance(value, _CACHE):
+        return []
+    home = getattr(value, "__module__", None) or ""
+    if home != package and not home.startswith(f"{package}."):
+        return []
+    return [value.cache_clear]
+
+
 def run_module(
     path: str,
     test_paths: Sequence[str],
@@ -80,12 +160,14 @@ def run_module(
     *,
     jobs: int,
     on_done: Any = None,
+    root: Path = REPO,
 ) -> tuple[list[Outcome], Baseline]:
     """Collect the tests once (this process becomes their pytest session), record the
-    baseline in a child, then each mutant in a child, `jobs` at a time."""
+    baseline in a child, then each mutant in a child, `jobs` at a time. `path` is
+    relative to `root`, the folder its package is imported from."""
     import pytest
 
-    plugin = _Session(path, mutants, jobs, on_done)
+    plugin = _Session(path, root / path, mutants, jobs, on_done)
     code = pytest.main([*PYTEST_FLAGS, *test_paths], plugins=[plugin])
     if plugin.problem or plugin.outcomes is None or plugin.baseline is None:
         raise BaselineFailed(f"{path}: {plugin.problem or f'pytest exit status {code}'}")
@@ -96,8 +178,11 @@ class _Session:
     """The pytest plugin that replaces the run loop: the session's collected items are
     run by forked children, never by this process."""
 
-    def __init__(self, path: str, mutants: Sequence[Mutant], jobs: int, on_done: Any) -> None:
+    def __init__(
+        self, path: str, file: Path, mutants: Sequence[Mutant], jobs: int, on_done: Any
+    ) -> None:
         self.path = path
+        self.file = file
         self.mutants = mutants
         self.jobs = jobs
         self.on_done = on_done
@@ -111,13 +196,19 @@ class _Session:
             return True
         items = {item.nodeid: item for item in session.items}
         _no_deadlines()
-        baseline = _run_baseline(self.path, items)
+        baseline = _run_baseline(self.path, self.file, items)
         if isinstance(baseline, str):
             self.problem = baseline
             return True
         self.baseline = baseline
         self.outcomes = _run_mutants(
-            self.path, self.mutants, items, baseline, jobs=self.jobs, on_done=self.on_done
+            self.path,
+            self.file,
+            self.mutants,
+            items,
+            baseline,
+            jobs=self.jobs,
+            on_done=self.on_done,
         )
         return True
 
@@ -140,14 +231,14 @@ def _no_deadlines() -> None:
         settings.load_profile("mutation-testing")
 
 
-def _run_baseline(path: str, items: dict[str, Any]) -> Baseline | str:
-    """The unmutated tests in a child, recording lines of `path` per test."""
+def _run_baseline(path: str, file: Path, items: dict[str, Any]) -> Baseline | str:
+    """The unmutated tests in a child, recording lines of `file` (module `path`) per test."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         report = Path(handle.name)
     try:
         pid = os.fork()
         if pid == 0:
-            _child(lambda: _traced(str(REPO / path), items, report), quiet=True)
+            _child(lambda: _traced(path, file, items, report), quiet=True)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         data = json.loads(report.read_text() or "{}")
@@ -165,6 +256,7 @@ def _run_baseline(path: str, items: dict[str, Any]) -> Baseline | str:
 
 def _run_mutants(
     path: str,
+    file: Path,
     mutants: Sequence[Mutant],
     items: dict[str, Any],
     baseline: Baseline,
@@ -172,7 +264,7 @@ def _run_mutants(
     jobs: int,
     on_done: Any,
 ) -> list[Outcome]:
-    source = (REPO / path).read_text()
+    source = file.read_text()
     tree = ast.parse(source)
     running: dict[int, _Running] = {}
     results: dict[int, Outcome] = {}
@@ -194,7 +286,7 @@ def _run_mutants(
             pid = os.fork()
             if pid == 0:
                 chosen = [items[t] for t in tests]
-                _child(lambda m=mutant, c=chosen: _mutant_run(path, source, m, c), quiet=True)
+                _child(lambda m=mutant, c=chosen: _mutant_run(path, file, source, m, c), quiet=True)
             budget = 10.0 + 5 * sum(baseline.seconds_by_test[t] for t in tests)
             running[pid] = _Running(index, mutant, time.monotonic(), budget, len(tests))
         while running:
@@ -276,12 +368,12 @@ def _child(body: Any, *, quiet: bool = False) -> None:
         os._exit(code)
 
 
-def _mutant_run(path: str, source: str, mutant: Mutant, items: list[Any]) -> int:
+def _mutant_run(path: str, file: Path, source: str, mutant: Mutant, items: list[Any]) -> int:
     """0 when every chosen test passes against the mutant (it survived)."""
     module = sys.modules[module_name(path)]
     old = dict(module.__dict__)
     try:
-        code = compile(mutated_tree(source, mutant), str(REPO / path), "exec")
+        code = compile(mutated_tree(source, mutant), str(file), "exec")
         # a fresh namespace: a name the mutant no longer binds must not linger
         module.__dict__.clear()
         module.__dict__.update({k: v for k, v in old.items() if k in _MODULE_KEYS})
@@ -289,14 +381,22 @@ def _mutant_run(path: str, source: str, mutant: Mutant, items: list[Any]) -> int
     except Exception:
         return _IMPORT_FAILED
     _rebind(module, old)
-    return 0 if _run_items(items) is None else 1
+    clear_memos(package_of(path), rescan=True)  # find the mutant's own memos
+    return 0 if _run_items(items, package_of(path)) is None else 1
 
 
-def _run_items(items: list[Any], on_start: Any = None) -> str | None:
-    """Run the items in order as pytest would; the first that fails, or None."""
+def package_of(path: str) -> str:
+    """The top-level package of the module at `path` (whose memos `clear_memos` empties)."""
+    return module_name(path).partition(".")[0]
+
+
+def _run_items(items: list[Any], package: str, on_start: Any = None) -> str | None:
+    """Run the items in order as pytest would, each after emptying the package's
+    memos; the first that fails, or None."""
     from _pytest.runner import runtestprotocol
 
     for position, item in enumerate(items):
+        clear_memos(package)
         if on_start is not None:
             on_start(item)
         following = items[position + 1] if position + 1 < len(items) else None
@@ -338,11 +438,12 @@ def _rebind(module: types.ModuleType, old: dict[str, Any]) -> None:
 _PLAIN = (str, bytes, int, float, bool, tuple, frozenset, type(None))
 
 
-def _traced(target: str, items: dict[str, Any], report: Path) -> int:
-    """Run every item under a tracer of `target`'s lines; write lines and seconds per
-    test to `report`."""
+def _traced(path: str, file: Path, items: dict[str, Any], report: Path) -> int:
+    """Run every item under a tracer of `file`'s lines (module `path`); write lines and
+    seconds per test to `report`."""
     import threading
 
+    target = str(file)
     lines: dict[str, set[int]] = {}
     seconds: dict[str, float] = {}
     current: list[Any] = [set(), "", 0.0]  # lines of the running test, its id, its start
@@ -374,7 +475,7 @@ def _traced(target: str, items: dict[str, Any], report: Path) -> int:
     sys.settrace(tracer)
     threading.settrace(tracer)
     try:
-        failed = _run_items(list(items.values()), on_start)
+        failed = _run_items(list(items.values()), package_of(path), on_start)
         close()
     finally:
         sys.settrace(None)

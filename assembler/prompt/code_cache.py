@@ -27,8 +27,9 @@ from types import CodeType
 
 from assembler.user_dirs import default_cache_dir
 
-#: Bump when what is compiled changes for the same text (the sandbox's loop guard).
-CACHE_FORMAT = "1"
+#: Bump when what is compiled changes for the same text (the sandbox's loop and size
+#: guards): code kept by an older version would render without the newer guards.
+CACHE_FORMAT = "2"
 TEMPLATES_DIR = "templates"
 
 

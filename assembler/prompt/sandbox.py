@@ -6,16 +6,23 @@ itself twice per level doubles its work per level, `"x" * 10**9` asks for a
 gigabyte. A template override comes from the repository, so a hostile one must not
 hang `validate` or `render`. Every render therefore gets a budget:
 
-- **steps**: loop iterations, calls (macros, methods, `range`) and filter calls
-  together, at most `MAX_STEPS`; a loop's iterable is wrapped when the template is
-  compiled, so a loop that outputs nothing still counts;
+- **steps**: loop iterations, calls (macros, methods, `range`), filter calls and the
+  operators that can build large values (`*`, `**`, `%`) together, at most
+  `MAX_STEPS`; a loop's iterable is wrapped when the template is compiled, so a loop
+  that outputs nothing still counts;
 - **time**: at most `MAX_SECONDS` of wall-clock time, checked as steps are counted;
 - **size**: the section's text at most `MAX_OUTPUT_CHARS` plus `OUTPUT_PER_INPUT_CHAR`
   characters per character of text the section is given (`output_allowance`): a
   catalog of 10,000 skills is over a million characters, so a fixed limit would stop a
   big agent's own default template (issue 21), while a template that multiplies its
   input is still stopped; a repetition (`*`), a power, a `%` format or a filter or
-  method argument that would build something larger is refused before it is built.
+  method argument that would build something larger is refused before it is built;
+  a string or list built by a filter, a call, an operator (`+` too), a `~` or a
+  `{% set %}` block that is larger still is refused as soon as it exists, so a loop
+  that doubles a string each time stops at the limit instead of after a gigabyte;
+- **numbers**: a power or a product of integers of more than `MAX_NUMBER_BITS` bits
+  is refused before it is computed (a loop that squares a number doubles its digits
+  per step, and one such multiplication can outlast the whole time budget).
 
 Running out raises `TemplateError` naming the limit; the renderer adds the template
 and line. The budget is generous for any real prompt: a catalog of 1,000 tools costs
@@ -50,6 +57,9 @@ _CLOCK_EVERY = 1024  # steps between two looks at the clock
 #: The global a compiled loop calls to count its iterations (not a section variable:
 #: no template is told about it, and using it only counts more).
 LOOP_GUARD = "assembler_loop_guard"
+#: The global a compiled `~` passes its result through, and the filter a compiled
+#: `{% set %}` block does: a call and a filter, whose results are checked for size.
+SIZE_GUARD = "assembler_size_guard"
 
 _LARGE_WIDTH = re.compile(r"\d{7,}")
 
@@ -131,6 +141,13 @@ def _check_arguments(args: Iterable[Any]) -> None:
             raise _too_large("a value", value)
 
 
+def _check_bits(bits: int) -> None:
+    """An integer result of about `bits` bits is refused past `MAX_NUMBER_BITS`: one
+    multiplication of two huge numbers can take minutes, between two steps."""
+    if bits > MAX_NUMBER_BITS:
+        raise TemplateError(f"the template would compute a number of about {bits:,} bits; refusing")
+
+
 def _loop_guard(iterable: Any) -> Iterator[Any]:
     for item in iterable:
         _tick()
@@ -147,7 +164,7 @@ def _guard_filter(function: Callable[..., Any]) -> Callable[..., Any]:
         _tick()
         _check_arguments(args[first:])
         _check_arguments(kwargs.values())
-        return function(*args, **kwargs)
+        return _check_result(function(*args, **kwargs))
 
     return guarded
 
@@ -156,25 +173,39 @@ def _sized(value: Any) -> bool:
     return isinstance(value, str | list | tuple)
 
 
+def _check_result(value: Any) -> Any:
+    """`value`, unless it is a string or list longer than a section may be: built once,
+    it is refused before anything can build on it (doubling it again, say)."""
+    if _sized(value) and len(value) > _max_chars():
+        raise _too_large("a value", len(value))
+    return value
+
+
+def _size_guard(value: Any) -> Any:
+    """What `SIZE_GUARD` names: the value itself, checked as every call result is."""
+    return value
+
+
 def sandbox_class() -> type[SandboxedEnvironment]:
     """The budgeted sandbox; a function so that importing this module stays free of
     Jinja2 (a manifest without templates to render never pays for it)."""
     from jinja2.sandbox import SandboxedEnvironment
 
     class BudgetedSandbox(SandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**", "%"})
+        intercepted_binops = frozenset({"*", "**", "%", "+"})
 
         def __init__(self, **options: Any) -> None:
             super().__init__(**options)
-            self.filters = {name: _guard_filter(f) for name, f in self.filters.items()}
+            filters = {**self.filters, SIZE_GUARD: _size_guard}
+            self.filters = {name: _guard_filter(f) for name, f in filters.items()}
             self.globals[LOOP_GUARD] = _loop_guard
+            self.globals[SIZE_GUARD] = _size_guard
 
         def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
             _tick()
-            if obj is not _loop_guard:
-                _check_arguments(args)
-                _check_arguments(kwargs.values())
-            return super().call(context, obj, *args, **kwargs)
+            _check_arguments(args)
+            _check_arguments(kwargs.values())
+            return _check_result(super().call(context, obj, *args, **kwargs))
 
         def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
             _tick()
@@ -183,23 +214,33 @@ def sandbox_class() -> type[SandboxedEnvironment]:
                     size = len(items) * count if _sized(items) and isinstance(count, int) else 0
                     if size > _max_chars():
                         raise _too_large("a repetition", size)
+                if isinstance(left, int) and isinstance(right, int):
+                    # squaring in a loop doubles the digits each time: a few dozen
+                    # steps would take hours, far from any step or clock check
+                    _check_bits(left.bit_length() + right.bit_length())
             elif operator == "**" and isinstance(left, int) and isinstance(right, int):
-                if right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_NUMBER_BITS:
-                    raise TemplateError(
-                        f"the template would compute a number of about "
-                        f"{left.bit_length() * right:,} bits; refusing"
-                    )
+                if right > 0 and abs(left) > 1:
+                    _check_bits(left.bit_length() * right)
             elif operator == "%" and isinstance(left, str) and _LARGE_WIDTH.search(left):
                 raise TemplateError("the template formats with a width too large for a prompt")
-            return super().call_binop(context, operator, left, right)
+            return _check_result(super().call_binop(context, operator, left, right))
 
     return BudgetedSandbox
 
 
 def guarded_code(environment: SandboxedEnvironment, text: str) -> CodeType:
     """The Python code of `text` with every `for` loop's iterable passed through the
-    loop guard, so each iteration is counted against the render budget."""
+    loop guard, so each iteration is counted against the render budget, and the text
+    of every `~` and `{% set %}` block through the size guard (a call and a filter,
+    whose results are checked), so neither can double a string past the limit."""
     from jinja2 import nodes
+    from jinja2.visitor import NodeTransformer
+
+    class _GuardConcat(NodeTransformer):
+        def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
+            self.generic_visit(node)
+            guard = nodes.Name(SIZE_GUARD, "load", lineno=node.lineno)
+            return nodes.Call(guard, [node], [], None, None, lineno=node.lineno)
 
     with building_syntax_trees():
         tree = environment.parse(text)
@@ -207,6 +248,11 @@ def guarded_code(environment: SandboxedEnvironment, text: str) -> CodeType:
         line = loop.iter.lineno
         guard = nodes.Name(LOOP_GUARD, "load", lineno=line)
         loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=line)
+    for block in tree.find_all(nodes.AssignBlock):
+        block.filter = nodes.Filter(
+            block.filter, SIZE_GUARD, [], [], None, None, lineno=block.lineno
+        )
+    tree = _GuardConcat().visit(tree)
     tree.set_environment(environment)
     code = environment.compile(tree)
     assert isinstance(code, CodeType)

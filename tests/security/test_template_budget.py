@@ -40,9 +40,35 @@ HOSTILE = {
     "string repetition": ('{{ "x" * 10**9 }}', "a repetition of 1,000,000,000 items"),
     "list repetition": ("{{ range(100000)|list * 100000 }}", "a repetition of"),
     "huge power": ("{{ 10 ** (10 ** 8) }}", "a number of about"),
+    # 24 squarings took 14 s and 30 would take hours, all in some 100 steps
+    "repeated squaring": (
+        "{% set n = namespace(x=3) %}{% for i in range(30) %}{% set n.x = n.x * n.x %}{% endfor %}",
+        "a number of about",
+    ),
     "filter width": ("{{ 'x'|center(10**9) }}", "a value of 1,000,000,000 items"),
     "method width": ("{{ 'x'.ljust(10**9) }}", "a value of 1,000,000,000 items"),
     "format width": ("{{ '%1000000000s' % 'x' }}", "width too large"),
+    # A string doubled in a loop, each way a template can join text: 24 doublings
+    # stay small enough to run unguarded (16 MB); 40 would ask for a terabyte.
+    **{
+        f"doubling with {way}": (
+            "{% macro twice(s) %}{{ s }}{{ s }}{% endmacro %}{% set n = namespace(s='x') %}"
+            "{% for i in range(24) %}" + step + "{% endfor %}{{ n.s|length }}",
+            "would build a value of 1,048,576 items",
+        )
+        for way, step in {
+            "~": "{% set n.s = n.s ~ n.s %}",
+            "+": "{% set n.s = n.s + n.s %}",
+            "+ of lists": "{% set n.s = (n.s|list) + (n.s|list) %}",
+            "a set block": "{% set t %}{{ n.s }}{{ n.s }}{% endset %}{% set n.s = t %}",
+            "a filter block": "{% set n.s %}{% filter lower %}{{ n.s ~ n.s }}{% endfilter %}"
+            "{% endset %}",
+            "join": "{% set n.s = [n.s, n.s]|join %}",
+            "a method": "{% set n.s = n.s.join(['', '', '']) %}",
+            "a % format": "{% set n.s = '%s%s' % (n.s, n.s) %}",
+            "a macro": "{% set n.s = twice(n.s) %}",
+        }.items()
+    },
     "long output": (
         "{% for i in range(100000) %}{{ 'y' * 100 }}{% endfor %}",
         "output exceeded 1,000,000 characters",
