@@ -20,8 +20,10 @@ previous request (two messages fewer). Many such meters are primed and each chec
 one request, timed as a batch (a sub-microsecond call is below a single timer
 reading's precision). The first check of a resumed session counts the whole history
 once (also reported). Run: `python bench/bench_budget.py`; `--instructions` counts
-instructions executed instead (valgrind's cachegrind, at 1k tokens: a figure the
-machine's load does not move, unlike time; a few minutes).
+instructions executed instead (valgrind's cachegrind, at 1k, 10k and 100k tokens: a
+figure the machine's load does not move, unlike time; about ten minutes, two valgrind
+processes at a time, `BENCH_JOBS` to change that). valgrind is a system package
+(`apt-get install valgrind` on Debian and Ubuntu); the timed run needs nothing more.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from _timing import median_seconds, report
@@ -256,9 +260,18 @@ def main() -> None:
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
-def run_operation(operation: str, times: int) -> None:
-    """One process of `instructions`: the set-up, then `operation` `times` times."""
-    conversation = history(1_000)
+INSTRUCTION_SIZES = (1_000, 10_000, 100_000)
+CHECKS = 1_000
+"""Meters primed in every process of `instructions` (the same set-up whatever it runs),
+and checks counted in the process that runs them."""
+SERIALISED = {1_000: 40, 10_000: 20, 100_000: 5}
+"""Requests built and encoded per process of `instructions`, by size."""
+
+
+def run_operation(size: int, operation: str, times: int) -> None:
+    """One process of `instructions`: the set-up at `size` tokens, then `operation`
+    `times` times (`none`: the set-up alone)."""
+    conversation = history(size)
     request = ModelRequest(
         model=MODEL,
         system=SYSTEM,
@@ -266,45 +279,74 @@ def run_operation(operation: str, times: int) -> None:
         tools=TOOLS,
         settings=ModelSettings(max_tokens=64_000),
     )
-    meters = [primed(request, conversation) for _ in range(2_000)]
-    if operation == "check":
+    meters = [primed(request, conversation) for _ in range(CHECKS)]
+    if operation == "check":  # what the runner calls before a request (requests.py)
         for meter in meters[:times]:
             meter.prepare(request, wanted=None)
             meter.last_seconds_left  # noqa: B018
-    for _ in range(times if operation != "check" else 0):
-        if operation == "Anthropic":
+    elif operation == "Anthropic":
+        for _ in range(times):
             anthropic_dumps(anthropic_body(request))
-        else:
+    elif operation == "OpenAI":
+        for _ in range(times):
             openai_dumps(openai_body(request))
 
 
 def instructions() -> None:
-    """Instructions per operation: a run of N operations less a run of none."""
+    """Instructions per operation at each size: a process that runs N operations less
+    one that runs the same set-up and none (valgrind's cachegrind counts them)."""
+    if shutil.which("valgrind") is None:
+        sys.exit(
+            "--instructions needs valgrind (Debian/Ubuntu: `apt-get install valgrind`; "
+            "Fedora: `dnf install valgrind`; macOS: not available, use the timed run)"
+        )
 
-    def count(operation: str, times: int) -> int:
+    def count(size: int, operation: str, times: int) -> int:
         done = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no",
              "--cachegrind-out-file=/dev/null", sys.executable,
-             __file__, "--run", operation, str(times)],
+             __file__, "--run", str(size), operation, str(times)],
             env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True,
             check=True,
         )  # fmt: skip
         refs = [line for line in done.stderr.splitlines() if "I   refs" in line]
         return int(refs[-1].split()[-1].replace(",", ""))
 
-    each = {}
-    for operation, times in (("check", 2_000), ("Anthropic", 40), ("OpenAI", 40)):
-        each[operation] = (count(operation, times) - count(operation, 0)) / times
-    base = min(each["Anthropic"], each["OpenAI"])
-    report(
-        "budget check before a request at 1,000 tokens, instructions executed",
-        [(name, f"{value:12,.0f} ({value / base:.2%})") for name, value in each.items()],
-    )
+    jobs = [(size, "none", 0) for size in INSTRUCTION_SIZES]
+    for size in INSTRUCTION_SIZES:
+        jobs += [(size, "check", CHECKS)]
+        jobs += [(size, wire, SERIALISED[size]) for wire in ("Anthropic", "OpenAI")]
+    workers = int(os.environ.get("BENCH_JOBS", "2"))
+    with ThreadPoolExecutor(workers) as pool:  # each job is its own valgrind process
+        counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs), strict=True))
+    rows = []
+    previous: float | None = None
+    for size in INSTRUCTION_SIZES:
+        floor = counts[(size, "none", 0)]
+        each = {
+            "check": (counts[(size, "check", CHECKS)] - floor) / CHECKS,
+            **{
+                wire: (counts[(size, wire, SERIALISED[size])] - floor) / SERIALISED[size]
+                for wire in ("Anthropic", "OpenAI")
+            },
+        }
+        base = min(each["Anthropic"], each["OpenAI"])
+        growth = "" if previous is None else f"; check x{each['check'] / previous:.2f} for x10"
+        previous = each["check"]
+        rows.append(
+            (
+                f"{size:,} tokens",
+                f"check {each['check']:,.0f} = {each['check'] / base:.2%} of build + encode "
+                f"(Anthropic {each['Anthropic']:,.0f}, OpenAI {each['OpenAI']:,.0f})"
+                f"{growth}",
+            )
+        )
+    report("budget check before a request, instructions executed (valgrind)", rows)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--run"]:
-        run_operation(sys.argv[2], int(sys.argv[3]))
+        run_operation(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1:2] == ["--instructions"]:
         instructions()
     else:

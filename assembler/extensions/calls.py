@@ -23,7 +23,8 @@ reports it late (a late `tool_call` guard blocks; other kinds fail loudly).
   handlers never cost the loop that wait on every event. A late one is left
   running in its thread and that thread is retired; later jobs get a new one.
 - A notification (`notify`: `turn_start`, `turn_end`, `session_start`) whose handlers
-  are all plain is not waited for: its job is queued and the run goes on. It reaches
+  are all plain is not waited for: its job is queued (`post`, which the hooks call
+  without an `await`) and the run goes on. It reaches
   the thread with the next job of an event (one wake-up of the thread for both: a
   turn's `turn_end` and the next `turn_start` go with the next `context`), or on the
   loop's next iteration if nothing comes first. The next event waits for it
@@ -45,10 +46,9 @@ import inspect
 import time
 import weakref
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
-from assembler.extensions.api import Handler
 from assembler.extensions.eager import start_eagerly
 from assembler.extensions.handler_thread import (
     BRIEF_WAIT,
@@ -57,71 +57,13 @@ from assembler.extensions.handler_thread import (
     PlainJob,
     watch_deadline,
 )
+from assembler.extensions.subscriptions import Chain, HandlerFailure, Notification, Subscription
 
 REAP_GRACE = 1.0
 """Seconds a cancelled handler has to finish cleanly before its coroutine is closed."""
 
 
-def is_coroutine_handler(handler: Handler) -> bool:
-    """A coroutine function (or an object with an async `__call__`) runs on the event
-    loop; anything else runs in the worker thread."""
-    call = getattr(handler, "__call__", None)  # noqa: B004 (an object with async __call__)
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
-
-
-@dataclass(frozen=True)
-class Subscription:
-    """One handler of one extension; `is_coroutine` is decided once, here."""
-
-    extension: str
-    handler: Handler
-    is_coroutine: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "is_coroutine", is_coroutine_handler(self.handler))
-
-
-class Chain(Protocol):
-    """How one event's handlers are chained: what each receives, and how its result
-    is folded in. `accept` is given every result but None (a handler with nothing to
-    say changes nothing, so a chain must treat None as no change), and returns True
-    to stop asking the later handlers; it may raise `ExtensionError` for a result of
-    the wrong shape. `argument` changes only through `accept`."""
-
-    def argument(self) -> Any: ...
-    def accept(self, extension: str, result: Any) -> bool: ...
-
-
-@dataclass(frozen=True)
-class HandlerFailure:
-    """The handler of `extension` raised `error`, or (error None) did not finish in
-    time. `event` is set when the failure is an earlier notification's."""
-
-    extension: str
-    error: BaseException | None = None
-    event: str = ""
-
-    def describe(self, event: str, timeout: float) -> str:
-        event = self.event or event
-        if self.error is None:
-            return f"{event} handler timed out after {timeout:g} s"
-        return f"{event} handler failed: {type(self.error).__name__}: {self.error}"
-
-
-class Notification:
-    """Every handler gets the same event; what it returns is ignored."""
-
-    def __init__(self, event: Any) -> None:
-        self.event = event
-
-    def argument(self) -> Any:
-        return self.event
-
-    def accept(self, extension: str, result: Any) -> bool:
-        return False
-
-
-@dataclass
+@dataclass(slots=True)
 class _InFlight:
     """A notification's plain handlers, queued and not waited for."""
 
@@ -187,6 +129,8 @@ class HandlerCaller:
             ended = job.wait_briefly(self._brief_wait)  # most batches end here
             if ended is None:
                 ended = await self._wait_through_loop(event, job, batch, started)
+            elif not self._brief_wait:  # answered without waiting at all: quick again
+                self._brief_wait = min(BRIEF_WAIT, self.timeout)
             if self._in_flight and not self._take_done():  # done before this job, unless late
                 failure = await self.settle()
                 if failure is not None:
@@ -207,14 +151,19 @@ class HandlerCaller:
     ) -> HandlerFailure | None:
         """Tell every handler of `event`. All plain: queued and not waited for (see
         the module doc); otherwise run as `run` does, in order, waited for."""
-        if not subscriptions:
+        if not subscriptions or self.post(event, subscriptions, argument):
             return None
-        chain = Notification(argument)
+        return await self.run(event, subscriptions, Notification(argument))
+
+    def post(self, event: str, subscriptions: Sequence[Subscription], argument: Any) -> bool:
+        """`notify` without a coroutine when every handler is plain (a notification
+        costs no await then, issue 21): queued, True; False, with nothing done, when a
+        coroutine handler is among them (then `notify` must wait for them)."""
         for step in subscriptions:
             if step.is_coroutine:
-                return await self.run(event, subscriptions, chain)
+                return False
         loop = asyncio.get_running_loop()
-        job = PlainJob(subscriptions, chain, loop)
+        job = PlainJob(subscriptions, Notification(argument), loop)
         self._unsent.append(job)
         if not self._send_soon:
             self._send_soon = True
@@ -222,7 +171,7 @@ class HandlerCaller:
         self._in_flight.append(_InFlight(event, subscriptions, job))
         if self._watchdog is None or self._watchdog_loop is not loop:
             self._arm_watchdog(loop, self.timeout)
-        return None
+        return True
 
     def _take_done(self) -> bool:
         """Drop the notifications at the front that ended well; True if none is left."""

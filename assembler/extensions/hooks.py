@@ -45,9 +45,10 @@ from assembler.extensions.api import (
     TurnEvent,
     read_only_call,
 )
-from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
+from assembler.extensions.calls import HandlerCaller
 from assembler.extensions.context_copy import ContextCopies, ContextCopy
 from assembler.extensions.loader import LoadedExtension
+from assembler.extensions.subscriptions import HandlerFailure, Notification, Subscription
 from assembler.frozen import thaw
 from assembler.messages import (
     AssistantMessage,
@@ -144,12 +145,18 @@ class ExtensionHooks:
             await self.caller.reap()
 
     async def on_turn_start(self, turn: int) -> None:
-        if "turn_start" in self.subscriptions:
-            await self._notify("turn_start", TurnEvent(turn))
+        subscriptions = self.subscriptions.get("turn_start")
+        if subscriptions:
+            event = TurnEvent(turn)
+            if not self.caller.post("turn_start", subscriptions, event):  # not all plain
+                await self._notify("turn_start", event)
 
     async def on_turn_end(self, turn: int, message: AssistantMessage) -> None:
-        if "turn_end" in self.subscriptions:
-            await self._notify("turn_end", TurnEvent(turn, message))
+        subscriptions = self.subscriptions.get("turn_end")
+        if subscriptions:
+            event = TurnEvent(turn, message)
+            if not self.caller.post("turn_end", subscriptions, event):  # not all plain
+                await self._notify("turn_end", event)
 
     async def transform_context(self, messages: Sequence[Message]) -> Sequence[Message]:
         subscriptions = self.subscriptions.get("context")

@@ -63,6 +63,13 @@ class Price:
     held: float = field(init=False, repr=False, compare=False)
     """What a budget holds per input token not likely read from the cache: it may be
     written to it, so the larger of `input` and `write`."""
+    read_token: float = field(init=False, repr=False, compare=False)
+    """`read` per token (not per million): a budget's check before every request
+    multiplies by it, and one multiplication fewer there is worth a field."""
+    held_token: float = field(init=False, repr=False, compare=False)
+    """`held` per token."""
+    output_token: float = field(init=False, repr=False, compare=False)
+    """`output` per token."""
 
     def __post_init__(self) -> None:
         # worked out once: a budget reads them before every request
@@ -71,6 +78,9 @@ class Price:
         object.__setattr__(self, "read", read)
         object.__setattr__(self, "write", write)
         object.__setattr__(self, "held", max(self.input, write))
+        object.__setattr__(self, "read_token", read * _PER_TOKEN)
+        object.__setattr__(self, "held_token", self.held * _PER_TOKEN)
+        object.__setattr__(self, "output_token", self.output * _PER_TOKEN)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Price:

@@ -32,8 +32,6 @@ from assembler.pricing import Price, format_cost, round_cost
 
 __all__ = ["BudgetPot", "BudgetStop", "Reservation"]
 
-_PER_TOKEN = 1e-6
-
 
 @dataclass(frozen=True)
 class BudgetStop:
@@ -127,6 +125,10 @@ class BudgetPot:
     _chain: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
     _timed: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
     _counting: tuple[BudgetPot, ...] = field(init=False, repr=False, compare=False)
+    _alone: bool = field(init=False, repr=False, compare=False)
+    _wall: float | None = field(init=False, repr=False, compare=False)
+    _token_cap: int | None = field(init=False, repr=False, compare=False)
+    _cost_cap: float | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -137,6 +139,12 @@ class BudgetPot:
         self._counting = tuple(
             p for p in self._chain if p.limits.tokens is not None or p.limits.cost_usd is not None
         )
+        # and, for a pot that draws from no other (a run's own), its limits as plain
+        # attributes: `hold` checks them without a loop
+        self._alone = self.parent is None
+        self._wall = self.limits.wall_time
+        self._token_cap = self.limits.tokens
+        self._cost_cap = self.limits.cost_usd
 
     def chain(self) -> Iterator[BudgetPot]:
         """This pot, then each one it draws from."""
@@ -215,16 +223,71 @@ class BudgetPot:
     ) -> Held | BudgetStop:
         """`reserve`'s room as a bare `Held` (its tokens less `estimate` are the reply's
         limit), to give back with `let_go`. The check before every request: it reads
-        the clock once, calls nothing on its common path and makes no object but the
-        tuple (bench/bench_budget.py)."""
+        the clock once and makes no object but the tuple; a pot that draws from no
+        other, with room for the whole reply, takes a path without loops or calls
+        (bench/bench_budget.py)."""
+        if not self._alone:
+            left = self._deadline()
+            if isinstance(left, BudgetStop):
+                return left
+            return self._hold(estimate, price, wanted, minimum, cached, left=left)
+        wall = self._wall
+        left = None
+        if wall is not None:
+            left = wall - (self.clock() - self.started)  # as `_deadline` computes it
+            if left <= 0.0:  # (a float, as `left` is: the comparison Python specialises)
+                return BudgetStop("wall_time", wall, self.elapsed(), self.scope)
+        # The same checks as `_hold`'s, when none of them lowers the reply: the whole
+        # of `wanted` fits what is left of every limit (and is at least `minimum`).
+        tokens = estimate + wanted
+        cap = self._token_cap
+        if wanted >= minimum and (
+            cap is None or cap - self.tokens - self.reserved_tokens - estimate >= wanted
+        ):
+            if price is None:
+                self.reserved_tokens += tokens
+                return self, tokens, 0.0, None, left
+            if cached > estimate:
+                cached = estimate
+            elif cached < 0:
+                cached = 0
+            cost = (
+                cached * price.read_token
+                + (estimate - cached) * price.held_token
+                + wanted * price.output_token
+            )
+            usd = self._cost_cap
+            if usd is None or usd - self.cost - self.reserved_cost >= cost:
+                self.reserved_tokens += tokens
+                self.reserved_cost += cost
+                return self, tokens, cost, None, left
+        return self._hold(estimate, price, wanted, minimum, cached, left=left)
+
+    def _deadline(self) -> float | BudgetStop | None:
+        """The seconds left until the nearest deadline of the chain (one clock reading
+        per pot with one; None: no wall-time limit), or the stop of one that passed."""
         left: float | None = None
-        for pot in self._timed:  # the deadlines: one clock reading each
+        for pot in self._timed:
             limit: float = pot.limits.wall_time  # type: ignore[assignment]
             pot_left = limit - (pot.clock() - pot.started)
             if pot_left <= 0:  # exactly when the elapsed time has reached the limit
                 return BudgetStop("wall_time", limit, pot.elapsed(), pot.scope)
             if left is None or pot_left < left:
                 left = pot_left
+        return left
+
+    def _hold(
+        self,
+        estimate: int,
+        price: Price | None,
+        wanted: int,
+        minimum: int,
+        cached: int,
+        *,
+        left: float | None,
+    ) -> Held | BudgetStop:
+        """`hold` once the deadlines are checked (`left` until the nearest): every
+        counting pot of the chain, the reply lowered to what the tightest leaves."""
         output = wanted
         capped: BudgetStop | None = None
         input_cost = 0.0
@@ -235,7 +298,7 @@ class BudgetPot:
                 cached = estimate
             elif cached < 0:
                 cached = 0
-            input_cost = _PER_TOKEN * (cached * price.read + (estimate - cached) * price.held)
+            input_cost = cached * price.read_token + (estimate - cached) * price.held_token
         for pot in self._counting:
             limits = pot.limits
             if limits.tokens is not None:
@@ -248,8 +311,8 @@ class BudgetPot:
                 # the reply tokens the dollars left pay for; floor(x) < n exactly when
                 # x < n (n an integer), so the floor is taken only when it matters
                 dollars = limits.cost_usd - pot.cost - pot.reserved_cost - input_cost
-                if price.output:
-                    replies = dollars / (price.output * _PER_TOKEN)
+                if price.output_token:
+                    replies = dollars / price.output_token
                 else:  # free replies: only the input has to fit
                     replies = math.inf if dollars >= 0 else -1.0
                 if replies < minimum or replies < output:
@@ -260,7 +323,7 @@ class BudgetPot:
                     if room < output:
                         output = room
                         capped = BudgetStop("cost_usd", limits.cost_usd, 0, pot.scope)
-        cost = input_cost + output * price.output * _PER_TOKEN if price is not None else 0.0
+        cost = input_cost + output * price.output_token if price is not None else 0.0
         tokens = estimate + output
         for pot in self._chain:
             pot.reserved_tokens += tokens

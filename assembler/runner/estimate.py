@@ -29,7 +29,15 @@ from assembler.messages import (
     UserMessage,
 )
 
-__all__ = ["Calibration", "estimate_tokens"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MESSAGE_OVERHEAD",
+    "Calibration",
+    "arguments_chars",
+    "estimate_tokens",
+    "grown",
+    "message_chars",
+]
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
@@ -70,7 +78,7 @@ def _result_chars(message: ToolResultMessage) -> int:
 def _assistant_chars(message: AssistantMessage) -> int:
     size = len(message.text)
     for call in message.tool_calls:
-        size += len(call.id) + len(call.name) + _arguments_chars(call.raw_arguments, call)
+        size += len(call.id) + len(call.name) + arguments_chars(call.raw_arguments, call)
     for block in message.reasoning:
         size += len(block.text) + len(block.data)
     return size
@@ -86,7 +94,7 @@ _SIZES: dict[type, Callable[[Any], int]] = {
 chain of `isinstance` tests cost more than the rest of a check)."""
 
 
-def _message_chars(message: Message) -> int:
+def message_chars(message: Message) -> int:
     size = _SIZES.get(type(message))
     if size is not None:
         return size(message)
@@ -99,7 +107,7 @@ def _message_chars(message: Message) -> int:
     return 0
 
 
-def _arguments_chars(raw: str, call: object) -> int:
+def arguments_chars(raw: str, call: object) -> int:
     if raw:
         return len(raw)
     arguments = getattr(call, "arguments", None)
@@ -107,7 +115,25 @@ def _arguments_chars(raw: str, call: object) -> int:
 
 
 def _chars(messages: Iterable[Message]) -> int:
-    return sum(_message_chars(message) for message in messages)
+    return sum(message_chars(message) for message in messages)
+
+
+def grown(source: list[Message], start: int, end: int, chars: int) -> int:
+    """`chars` plus the characters of `source[start:end]` (`Meter.prepare` sizes the
+    messages of a tool loop inline, as this does)."""
+    for index in range(start, end):
+        message = source[index]
+        if type(message) is ToolResultMessage:
+            chars += len(message.content) + len(message.tool_call_id) + len(message.name)
+        elif type(message) is AssistantMessage and not message.reasoning:
+            chars += len(message.text)
+            for call in message.tool_calls:
+                text = call.raw_arguments
+                chars += len(call.id) + len(call.name)
+                chars += len(text) if text else arguments_chars(text, call)
+        else:
+            chars += message_chars(message)
+    return chars
 
 
 def estimate_tokens(request: ModelRequest) -> int:
@@ -137,62 +163,61 @@ class Calibration:
     """
 
     ratio: float = 1.0
-    _raw: int = 0
-    _reported: int = 0
+    raw: int = 0
+    """The raw estimate of the latest request the provider counted (0: none yet)."""
+    reported: int = 0
+    """The provider's count of that request."""
     # What is counted of the runner's conversation list and of its tool schemas. The
     # runner only appends to its list (compaction binds a new one: see `History`), so
     # a view of the same list needs only its new messages counted, and the registry
     # gives the same tuple of schemas until they change: the estimate before a
-    # request costs as little at message 5,000 as at message 5.
-    _source: list[Message] | None = field(default=None, repr=False)
-    _counted: int = 0
-    _chars: int = 0
+    # request costs as little at message 5,000 as at message 5. The meter's check
+    # before a request reads and advances this state itself (`Meter.prepare`).
+    source: list[Message] | None = field(default=None, repr=False)
+    """The conversation list counted (None: none yet)."""
+    counted: int = 0
+    """How many of its first messages are counted."""
+    chars: int = 0
+    """Their characters."""
     _tools: tuple[ToolSchema, ...] | None = field(default=None, repr=False)
     _tool_chars: int = 0
 
     def estimate(self, request: ModelRequest) -> tuple[int, int]:
         """(raw estimate, corrected estimate) of `request`'s input tokens."""
-        tools = request.tools
-        if tools is not self._tools:
-            self._tools, self._tool_chars = tools, sum(_SCHEMAS.size(tool) for tool in tools)
         messages = request.messages
         if type(messages) is History:
             source, length = messages.source, messages.length
-            counted = self._counted
-            if source is not self._source or length < counted:
-                self._source, counted, self._chars = source, 0, 0
-            chars = self._chars
-            # the messages added since: those of a tool loop (a reply with calls and
-            # no reasoning, a tool's result) sized here, without a call each
-            for index in range(counted, length):
-                message = source[index]
-                if type(message) is ToolResultMessage:
-                    chars += len(message.content) + len(message.tool_call_id)
-                    chars += len(message.name)
-                elif type(message) is AssistantMessage and not message.reasoning:
-                    chars += len(message.text)
-                    for call in message.tool_calls:
-                        text = call.raw_arguments
-                        chars += len(call.id) + len(call.name)
-                        chars += len(text) if text else _arguments_chars(text, call)
-                else:
-                    chars += _message_chars(message)
-            self._chars, self._counted = chars, length
+            if source is not self.source or length < self.counted:
+                self.source, self.counted, self.chars = source, 0, 0
+            self.chars = chars = grown(source, self.counted, length, self.chars)
+            self.counted = length
         else:
             length, chars = len(messages), _chars(messages)
-        chars += len(request.system) + self._tool_chars
-        raw = -(-chars // CHARS_PER_TOKEN) + length * MESSAGE_OVERHEAD  # as `_tokens` does
-        if self._reported and raw >= self._raw:
-            return raw, self._reported + math.ceil((raw - self._raw) * self.ratio)
-        return raw, math.ceil(raw * self.ratio)
+        raw = _tokens(chars + self.fixed_chars(request), length)
+        return raw, self.corrected(raw)
+
+    def fixed_chars(self, request: ModelRequest) -> int:
+        """The characters of `request`'s system prompt and tool schemas (the schemas
+        measured once per tuple the registry hands out)."""
+        tools = request.tools
+        if tools is not self._tools:
+            self._tools, self._tool_chars = tools, sum(_SCHEMAS.size(tool) for tool in tools)
+        return len(request.system) + self._tool_chars
+
+    def corrected(self, raw: int) -> int:
+        """`raw` corrected with the provider's latest count (`Meter.prepare` does the
+        same inline)."""
+        if self.reported and raw >= self.raw:
+            return self.reported + math.ceil((raw - self.raw) * self.ratio)
+        return math.ceil(raw * self.ratio)
 
     def learn(self, raw_estimate: int, reported: int) -> None:
         """The provider counted `reported` input tokens where `raw_estimate` was made."""
         if raw_estimate <= 0 or reported <= 0:
             return
-        if self._reported and raw_estimate > self._raw and reported > self._reported:
-            ratio = (reported - self._reported) / (raw_estimate - self._raw)
+        if self.reported and raw_estimate > self.raw and reported > self.reported:
+            ratio = (reported - self.reported) / (raw_estimate - self.raw)
         else:
             ratio = reported / raw_estimate
         self.ratio = min(4.0, max(0.5, ratio))
-        self._raw, self._reported = raw_estimate, reported
+        self.raw, self.reported = raw_estimate, reported

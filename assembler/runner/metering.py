@@ -10,17 +10,32 @@ a price it only adds up usage, at the cost of one character count per request.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from assembler.budgets import BudgetLimits
-from assembler.messages import ModelRequest, Usage
+from assembler.messages import (
+    AssistantMessage,
+    History,
+    ModelRequest,
+    ModelSettings,
+    ToolResultMessage,
+    ToolSchema,
+    Usage,
+)
 from assembler.pricing import Price
 from assembler.runner.budget import BudgetPot, BudgetStop, Held
 from assembler.runner.cuts import CUT_REASONS
-from assembler.runner.estimate import Calibration
+from assembler.runner.estimate import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD,
+    Calibration,
+    arguments_chars,
+    message_chars,
+)
 from assembler.runner.prefix import PrefixWatch
 
 __all__ = ["MIN_REPLY", "BudgetExhausted", "Meter"]
@@ -34,6 +49,10 @@ UNKNOWN_REPLY = 8192
 gives a limit: the whole budget held for one reply would starve every other request
 drawing from the same pot (sub-agents, an evaluation's runs side by side)."""
 _UNLIMITED = 1 << 40
+_ceil = math.ceil
+_ROUND_UP = CHARS_PER_TOKEN - 1
+"""(n + _ROUND_UP) // CHARS_PER_TOKEN is n / CHARS_PER_TOKEN rounded up, as `_tokens`
+works it out, in two operations instead of three."""
 
 
 class BudgetExhausted(Exception):
@@ -83,6 +102,16 @@ class Meter:
         """Room held for the latest request, until it is settled or released."""
         self._older: list[Held] = []
         """Room held for earlier requests still open (none, in a runner's loop)."""
+        # The prompt and tool tuple of the latest request, and their characters: the
+        # next request of a run's loop carries the very same objects.
+        self._system: str | None = None
+        self._stable: int | None = None
+        self._tools: tuple[ToolSchema, ...] | None = None
+        self._fixed = 0
+        self._settings: ModelSettings | None = None
+        """The settings `_reply` was worked out for (None: none; it depends on the pot
+        too, so a new run's pot forgets it)."""
+        self._reply = (False, 0, 0)
 
     def start_run(self) -> BudgetPot:
         """A new pot for a run (drawing from the parent's, when there is one)."""
@@ -90,6 +119,7 @@ class Meter:
             self.pot = self.parent.child(self.limits, "run")
         else:
             self.pot = BudgetPot(self.limits, "run", clock=self.clock)
+        self._settings = None
         return self.pot
 
     def prepare(
@@ -100,26 +130,56 @@ class Meter:
         input estimate; `BudgetExhausted` when not even a minimal reply fits. `wanted`
         asks for a larger reply than the settings (a retry after a cut).
 
-        This runs before every request, so it calls little and makes no object but
-        tuples; bench/bench_budget.py measures it against serialising the request."""
-        raw, estimate = self.calibration.estimate(request)
+        This runs before every request, so its common case (the next request of a
+        run's loop: the same prompt and tool objects, the same conversation list grown
+        by a reply and its tool results) is written out here without calls but the
+        pot's `hold`, and makes no object but tuples; bench/bench_budget.py measures it
+        against serialising the request. Anything else takes `_estimate`, which gives
+        the same figures (tests/runner/test_metering.py compares them)."""
+        calibration = self.calibration
+        messages = request.messages
+        if (
+            request.system is self._system
+            and request.tools is self._tools
+            and request.system_stable == self._stable
+            and type(messages) is History
+            and messages.source is calibration.source
+            and messages.length >= calibration.counted
+        ):
+            # the messages added since the previous request, sized as `grown` does
+            length = messages.length
+            chars = calibration.chars
+            for message in messages.source[calibration.counted : length]:
+                if type(message) is ToolResultMessage:
+                    chars += len(message.content) + len(message.tool_call_id) + len(message.name)
+                elif type(message) is AssistantMessage and not message.reasoning:
+                    chars += len(message.text)
+                    for call in message.tool_calls:
+                        text = call.raw_arguments
+                        chars += len(call.id) + len(call.name)
+                        chars += len(text) if text else arguments_chars(text, call)
+                else:
+                    chars += message_chars(message)
+            calibration.chars, calibration.counted = chars, length
+            # `_tokens`, then `Calibration.corrected`
+            raw = (chars + self._fixed + _ROUND_UP) // CHARS_PER_TOKEN + length * MESSAGE_OVERHEAD
+            if calibration.reported and raw >= calibration.raw:
+                estimate = calibration.reported + _ceil((raw - calibration.raw) * calibration.ratio)
+            else:
+                estimate = _ceil(raw * calibration.ratio)
+        else:
+            raw, estimate = self._estimate(request)
         self.last_estimate = estimate
-        note = self.prefix.check(request)
-        if note is not None:
-            self.notes.append(note)
         settings = request.settings
-        asked = wanted or settings.max_tokens
-        pot = self.pot
-        # without a limit of its own, a request gets one only when a budget counts it
-        # (the server's default otherwise: it may be below the context window's room)
-        bounded = True if asked else pot is not None and pot.counts_spending
-        limit = asked or (UNKNOWN_REPLY if bounded else _UNLIMITED)
+        if settings is self._settings and wanted is None:
+            bounded, limit, minimum = self._reply
+        else:
+            bounded, limit, minimum = self._reply = self._reply_limits(settings, wanted)
+            self._settings = settings if wanted is None else None
         room = (self.context_window or 0) - estimate
         if bounded and MIN_REPLY <= room < limit:
             limit = room
-        minimum = MIN_REPLY + THINKING_MINIMUM if settings.thinking_budget else MIN_REPLY
-        if asked and asked < minimum:  # a smaller reply asked for needs only its own room
-            minimum = asked
+        pot = self.pot
         held: Held | None = None
         if pot is not None:
             taken = pot.hold(estimate, self.price, limit, minimum, self.last_input)
@@ -139,6 +199,33 @@ class Meter:
         if max_tokens != settings.max_tokens:
             request = replace(request, settings=replace(settings, max_tokens=max_tokens))
         return request, held, raw
+
+    def _reply_limits(self, settings: ModelSettings, wanted: int | None) -> tuple[bool, int, int]:
+        """Whether the reply gets a limit, the limit before the context window and the
+        budgets lower it, and the smallest reply worth sending: the same for every
+        request with these settings (`prepare` keeps them for the next)."""
+        asked = wanted or settings.max_tokens
+        # without a limit of its own, a request gets one only when a budget counts it
+        # (the server's default otherwise: it may be below the context window's room)
+        pot = self.pot
+        bounded = True if asked else pot is not None and pot.counts_spending
+        limit = asked or (UNKNOWN_REPLY if bounded else _UNLIMITED)
+        minimum = MIN_REPLY + THINKING_MINIMUM if settings.thinking_budget else MIN_REPLY
+        if asked and asked < minimum:  # a smaller reply asked for needs only its own room
+            minimum = asked
+        return bounded, limit, minimum
+
+    def _estimate(self, request: ModelRequest) -> tuple[int, int]:
+        """`prepare`'s estimate when its common case does not hold: the prompt's
+        prefix compared with the previous request's, everything sized afresh that
+        is not the same object as before."""
+        note = self.prefix.check(request)
+        if note is not None:
+            self.notes.append(note)
+        self._system, self._stable = request.system, request.system_stable
+        self._tools = request.tools
+        self._fixed = self.calibration.fixed_chars(request)
+        return self.calibration.estimate(request)
 
     def settle(self, held: Held | None, usage: Usage, raw_estimate: int) -> float:
         """Price `usage`, give back the room `held` for it (charging what it cost, once),

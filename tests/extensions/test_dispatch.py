@@ -15,29 +15,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from extension_project import project, run_bounded
+from handler_chains import Collect
 
 from assembler.errors import ExtensionError
-from assembler.extensions.calls import HandlerCaller, HandlerFailure, Notification, Subscription
+from assembler.extensions.calls import HandlerCaller
 from assembler.extensions.handler_thread import BRIEF_WAIT, PlainJob
+from assembler.extensions.subscriptions import HandlerFailure, Notification, Subscription
 from assembler.runner.events import TurnEnd, TurnStart
 from assembler.testing import ScriptedModel, text, tool_call
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="caller")
-
-
-class Collect:
-    """A chain that keeps every result."""
-
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-
-    def argument(self) -> Any:
-        return "event"
-
-    def accept(self, extension: str, result: Any) -> bool:
-        self.results.append(result)
-        return False
 
 
 def test_a_coroutine_handler_runs_as_its_own_task_in_its_own_context() -> None:
@@ -261,6 +250,82 @@ def test_a_notification_with_a_coroutine_handler_is_waited_for_in_order() -> Non
         await caller.reap()
 
     asyncio.run(go())
+
+
+def test_post_queues_plain_handlers_and_leaves_coroutine_ones_untouched() -> None:
+    """`post` is `notify` without a coroutine: it queues a notification whose handlers
+    are all plain, and does nothing at all (False) when one is a coroutine, which the
+    caller must then `notify` (waited for, in order)."""
+    order: list[str] = []
+
+    async def coroutine(event: Any) -> None:
+        order.append(f"coroutine {event}")
+
+    async def go() -> None:
+        caller = HandlerCaller(5)
+        mixed = [
+            Subscription("p", lambda e: order.append(f"plain {e}")),
+            Subscription("c", coroutine),
+        ]
+        assert caller.post("turn_start", mixed, 1) is False
+        assert not caller.busy
+        await asyncio.sleep(0.05)  # a loop iteration or two: nothing was queued to run
+        assert order == []
+        assert caller.post("turn_end", [Subscription("p", lambda e: order.append(f"plain {e}"))], 2)
+        assert caller.busy
+        assert await caller.notify("turn_start", mixed, 3) is None  # waits for both, in order
+        assert order == ["plain 2", "plain 3", "coroutine 3"]
+        assert not caller.busy
+        await caller.reap()
+
+    asyncio.run(go())
+
+
+AWAITS_AT_TURN_END = """
+import asyncio
+from pathlib import Path
+
+def setup(api, options):
+    @api.on("turn_end")
+    async def noted(event):
+        await asyncio.sleep(0.05)
+        (Path(__file__).parent / "turn_end.log").write_text(str(event.turn))
+
+    @api.on("turn_start")
+    async def broken(event):
+        if event.turn == 2:
+            raise RuntimeError("turn 2 is broken")
+"""
+
+
+def test_coroutine_turn_handlers_are_waited_for_by_the_hooks(tmp_path: Path) -> None:
+    """Through the whole agent: a coroutine `turn_end` handler has finished when the
+    consumer sees `TurnEnd`, and a coroutine `turn_start` handler's failure stops the
+    run before that turn's request."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("a\n")
+    manifest = project(tmp_path, {"turns": AWAITS_AT_TURN_END})
+    model = ScriptedModel([tool_call("read", path="a.txt"), text("never")])
+    from assembler.agent.build import build_agent
+    from assembler.validation.load import load_manifest
+
+    agent = build_agent(load_manifest(manifest), provider=model, trust=True, record_session=False)
+    log = tmp_path / "ext" / "turn_end.log"
+    seen: list[str] = []
+
+    async def go() -> None:
+        async with agent:
+            async for event in agent.stream("go"):
+                if isinstance(event, TurnEnd):
+                    seen.append(log.read_text() if log.exists() else "not yet")
+
+    with pytest.raises(ExtensionError) as failure:
+        asyncio.run(go())
+    assert seen == ["1"]
+    assert "extension `turns`: turn_start handler failed: RuntimeError: turn 2 is broken" in str(
+        failure.value
+    )
+    assert len(model.requests) == 1
 
 
 WAITS_FOR_THE_CONSUMER = """
