@@ -145,7 +145,10 @@ CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
         8,
         (f"{_PERMS}bash_rules.py", f"{_PERMS}wrappers_pins.py"),
     ),
-    "assembler/permissions/policy.py": (8, (f"{_PERMS}policy.py", f"{_PERMS}policy_pins.py")),
+    "assembler/permissions/policy.py": (
+        8,
+        (f"{_PERMS}policy.py", f"{_PERMS}permission_policy_pins.py"),
+    ),
     "assembler/trust.py": (8, ("tests/trust",)),
     "assembler/permissions/bash.py": (6, (f"{_PERMS}bash_pins.py", f"{_PERMS}bash_rules.py")),
     "assembler/permissions/path_patterns.py": (
