@@ -181,9 +181,11 @@ def _file_code(description: str, file: Path, chosen_by: Path | None) -> list[Pro
 
 
 def _resolved(path: Path) -> Path:
+    """`path` resolved, or as it is when it cannot be (a symlink loop: Python 3.11
+    raises RuntimeError for it, later versions OSError)."""
     try:
         return path.resolve()
-    except OSError:
+    except (OSError, RuntimeError):
         return path
 
 
