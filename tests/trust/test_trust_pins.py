@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from assembler.errors import TrustError
+from assembler.manifest.model import Manifest
 from assembler.trust import (
     ProjectCode,
     TrustDecision,
     TrustStore,
     check_trust,
+    file_digest,
     project_code,
     require_trust,
 )
@@ -27,13 +28,13 @@ from assembler.validation.load import load_manifest
 HEAD = "version: 1\nname: a\nidentity: Hi.\n"
 
 
-def manifest_at(path: Path, body: str = ""):  # type: ignore[no-untyped-def]
+def manifest_at(path: Path, body: str = "") -> Manifest:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEAD + body)
     return load_manifest(path)
 
 
-def with_extension(directory: Path):  # type: ignore[no-untyped-def]
+def with_extension(directory: Path) -> Manifest:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "ext.py").write_text("def setup(api, options):\n    pass\n")
     return manifest_at(directory / "agent.yaml", "extensions:\n  - path: ext.py\n")
@@ -47,7 +48,7 @@ def test_trust_false_refuses_project_code_without_asking(tmp_path: Path) -> None
         asked.append(directory)
         return True
 
-    with pytest.raises(TrustError, match="extension file ext.py"):
+    with pytest.raises(TrustError, match=r"extension file ext\.py"):
         check_trust(manifest, False, ask)
     assert asked == []
     check_trust(manifest, True)  # the explicit --trust
@@ -184,7 +185,7 @@ def test_an_unwritable_store_is_one_trust_error(tmp_path: Path) -> None:
 def test_only_a_directory_can_be_trusted(tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("")
     store = TrustStore(tmp_path / "config")
-    with pytest.raises(TrustError, match="file.txt is not a directory"):
+    with pytest.raises(TrustError, match=r"file\.txt is not a directory"):
         store.add(tmp_path / "file.txt")
     assert store.entries() == []
 
@@ -227,19 +228,22 @@ def test_a_decision_from_a_worker_without_the_flag_covers_extensions() -> None:
 
 
 def test_a_fifo_where_code_should_be_is_no_digest_and_no_hang(tmp_path: Path) -> None:
+    """Opening a FIFO to read waits for a writer unless it is opened without blocking:
+    a FIFO planted where a project file is expected must not stop the trust check.
+    Run in a thread of this process (the mutation runner's mutants live here); if it
+    blocks, a writer is opened to release it and the test fails."""
     fifo = tmp_path / "ext.py"
     os.mkfifo(fifo)
-    script = (
-        "import sys\nfrom pathlib import Path\nfrom assembler.trust import file_digest\n"
-        "print(file_digest(Path(sys.argv[1])))\n"
-    )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(fifo)], capture_output=True, text=True, timeout=60
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("file_digest blocked opening a FIFO")
-    assert (done.returncode, done.stdout) == (0, "None\n")
+    results: list[str | None] = []
+    digesting = threading.Thread(target=lambda: results.append(file_digest(fifo)), daemon=True)
+    digesting.start()
+    digesting.join(timeout=30)
+    blocked = digesting.is_alive()
+    if blocked:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader waits: release it
+        digesting.join(timeout=30)
+    assert not blocked, "file_digest blocked opening a FIFO"
+    assert results == [None]
 
 
 def test_digesting_leaves_no_file_open(tmp_path: Path) -> None:
@@ -260,5 +264,32 @@ def test_a_replay_that_is_a_symlink_loop_is_a_trust_question_not_a_crash(tmp_pat
     [code] = project_code(manifest, model="scripted:loop.yaml")
     assert code.description.startswith("replay script loop.yaml (cannot be read to check")
     assert code.root == tmp_path.resolve()
-    with pytest.raises(TrustError, match="replay script loop.yaml"):
+    with pytest.raises(TrustError, match=r"replay script loop\.yaml"):
         require_trust([code], None)
+
+
+def test_a_remote_endpoint_without_a_named_key_still_says_it_gets_the_key(
+    tmp_path: Path,
+) -> None:
+    manifest = manifest_at(
+        tmp_path / "agent.yaml",
+        "model:\n  provider: openai\n  name: m\n  base_url: https://models.example.net/v1\n",
+    )
+    assert [c.description for c in project_code(manifest)] == [
+        "model endpoint https://models.example.net/v1 receives your API key"
+    ]
+
+
+def test_an_mcp_server_sent_two_variables_names_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKEN", "t0ken")
+    monkeypatch.setenv("TEAM", "t1")
+    manifest = manifest_at(
+        tmp_path / "agent.yaml",
+        "tools:\n  sets:\n    - mcp:\n        url: https://mcp.example.net/${TEAM}\n"
+        "        headers: {Authorization: 'Bearer ${TOKEN}'}\n",
+    )
+    assert [c.description for c in project_code(manifest)] == [
+        "MCP server `sets[0]` sends ${TEAM}, ${TOKEN} to https://mcp.example.net/${TEAM}"
+    ]
