@@ -7,23 +7,29 @@ response it prices the usage and settles the reservation (`Meter.settle`). Targe
 the check under 1% of the request's own client-side time at 1k, 10k and 100k tokens
 of history, and linear growth.
 
-Baseline, same run: serialising the request as the provider adapter builds it (its own
-functions turn the conversation, the tools and the system prompt into the body) and
-as the SDK then encodes it (`openapi_dumps`), for both wires; the body built here is
-checked once against what each real adapter hands its SDK client. The smaller of the
-two is the baseline the ratios use (the harder target).
+Baselines, same run: (1) serialising the request as the provider adapter builds it
+(its own functions turn the conversation, the tools and the system prompt into the
+body) and as the SDK then encodes it (`openapi_dumps`), for both wires, the body
+checked once against what each real adapter hands its SDK client: the stricter
+baseline; (2) the request's whole client-side work, through the real adapters and the
+real SDK clients (`AsyncAnthropic`, `AsyncOpenAI`, `max_retries=0`) whose httpx
+transport stops each request where it would be sent (`SdkPath`: the SDK's transform of
+the params, options, headers, encoding and httpx request; no response is parsed), its
+body checked once against (1). Each uses the cheaper of the two wires.
 
-Measured: the meter is configured as a built agent's is (a token, a dollar, a
-wall-time and a tool-call budget, the model's price and context window) and is in the
-state of a running session: it has counted, sent and settled the history up to the
-previous request (two messages fewer). Many such meters are primed and each checks
+Measured: the meter is configured as a built agent's is (the issue's example budget,
+`cost_usd: 2.50, tokens: 400000, wall_time: 15m, tool_calls: 200`; 10**12 tokens, the
+earlier rounds' budget, as a second row; the model's price and context window) and is
+in the state of a running session: it has counted, sent and settled the history up to
+the previous request (two messages fewer). Many such meters are primed and each checks
 one request, timed as a batch (a sub-microsecond call is below a single timer
 reading's precision). The first check of a resumed session counts the whole history
 once (also reported). Run: `python bench/bench_budget.py`; `--instructions` counts
 instructions executed instead (valgrind's cachegrind, at 1k, 10k and 100k tokens: a
-figure the machine's load does not move, unlike time; about ten minutes, two valgrind
-processes at a time, `BENCH_JOBS` to change that). valgrind is a system package
-(`apt-get install valgrind` on Debian and Ubuntu); the timed run needs nothing more.
+figure the machine's load does not move, unlike time; about twenty minutes, two
+valgrind processes at a time, `BENCH_JOBS` to change that, `BENCH_OPS` to count
+fewer). valgrind is a system package (`apt-get install valgrind` on Debian and
+Ubuntu); the timed run needs nothing more.
 """
 
 from __future__ import annotations
