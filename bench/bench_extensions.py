@@ -202,26 +202,31 @@ def main() -> None:
         report(f"no-op extensions, one tool call per turn ({TURNS} turns; {clock})", rows)
         if not args.history:
             continue
-        rows = []
-        for tree, samples in results.items():
-            for h in args.history:
-                base = samples[f"0@{h}"]
-                rows.append((f"{tree}: {h} messages, no extensions (baseline)", _value(base, at)))
-                for n in args.extensions:
-                    rows.append((f"{tree}: {h} messages, {n} extensions",
-                                 _added(samples[f"{n}@{h}"], base, at, n)))  # fmt: skip
-        report(
-            f"the same after a conversation of N messages ({HISTORY_TURNS} turns; {clock})", rows
-        )
-        rows = []
-        for tree, samples in results.items():
-            for h in args.history:
-                base = samples[f"hooks 0@{h}"]
-                rows.append((f"{tree}: {h} messages, no extensions (baseline)", _value(base, at)))
-                for n in args.extensions:
-                    rows.append((f"{tree}: {h} messages, {n} extensions",
-                                 _added(samples[f"hooks {n}@{h}"], base, at, n)))  # fmt: skip
-        report(f"the hooks alone, as a turn calls them ({DISPATCH_TURNS} turns; {clock})", rows)
+        titles = {
+            "": f"the same after a conversation of N messages ({HISTORY_TURNS} turns; {clock})",
+            "hooks ": f"the hooks alone, as a turn calls them ({DISPATCH_TURNS} turns; {clock})",
+        }
+        for kind, title in titles.items():
+            report(title, _history_rows(results, kind, args.history, args.extensions, at))
+
+
+def _history_rows(
+    results: dict[str, Samples],
+    kind: str,
+    history: list[int],
+    extensions: list[int],
+    at: int,
+) -> list[tuple[str, str]]:
+    """One table's rows along the history axis: `kind` is the samples' prefix."""
+    rows = []
+    for tree, samples in results.items():
+        for h in history:
+            base = samples[f"{kind}0@{h}"]
+            rows.append((f"{tree}: {h} messages, no extensions (baseline)", _value(base, at)))
+            for n in extensions:
+                rows.append((f"{tree}: {h} messages, {n} extensions",
+                             _added(samples[f"{kind}{n}@{h}"], base, at, n)))  # fmt: skip
+    return rows
 
 
 def _value(samples: list[tuple[float, float]], at: int) -> str:

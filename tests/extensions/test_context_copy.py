@@ -69,6 +69,14 @@ CHANGES: list[Callable[[ContextCopy], Any]] = [
 ]
 
 
+def _kept(copies: ContextCopies, messages: list[Message]) -> weakref.ref[ContextCopy]:
+    """Take a copy for a request that changed nothing and give it back (kept); only a
+    weak reference stays, so nothing but `copies` holds it."""
+    copy = copies.take(messages)
+    assert copies.give_back(copy, messages)
+    return weakref.ref(copy)
+
+
 @pytest.mark.parametrize("change", CHANGES)
 def test_every_change_in_place_is_noted_and_such_a_copy_is_not_kept(
     change: Callable[[ContextCopy], Any],
@@ -98,10 +106,7 @@ def test_another_conversation_list_gets_a_fresh_copy() -> None:
     starts with the same messages, is not the conversation the copy was made of."""
     copies = ContextCopies()
     messages = conversation(4)
-    copy = copies.take(messages)
-    assert copies.give_back(copy, messages)
-    was = weakref.ref(copy)
-    del copy
+    was = _kept(copies, messages)
 
     compacted = [UserMessage("summary"), *messages[2:]]
     fresh = copies.take(compacted)
@@ -121,10 +126,7 @@ def test_a_list_rewritten_in_place_is_not_taken_for_a_longer_one(
 ) -> None:
     copies = ContextCopies()
     messages = conversation(4)
-    copy = copies.take(messages)
-    assert copies.give_back(copy, messages)
-    was = weakref.ref(copy)
-    del copy
+    was = _kept(copies, messages)
     rewrite(messages)
     messages.append(UserMessage("new"))
     fresh = copies.take(messages)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from extension_project import project, run_bounded
+from handler_chains import Collect
 
 from assembler.errors import ExtensionError
 from assembler.extensions.calls import HandlerCaller
@@ -26,20 +27,6 @@ from assembler.runner.events import TurnEnd, TurnStart
 from assembler.testing import ScriptedModel, text, tool_call
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="caller")
-
-
-class Collect:
-    """A chain that keeps every result."""
-
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-
-    def argument(self) -> Any:
-        return "event"
-
-    def accept(self, extension: str, result: Any) -> bool:
-        self.results.append(result)
-        return False
 
 
 def test_a_coroutine_handler_runs_as_its_own_task_in_its_own_context() -> None:

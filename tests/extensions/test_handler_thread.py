@@ -15,22 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handler_chains import Collect
 
 from assembler.extensions.handler_thread import HandlerThread, PlainJob
-
-
-class Collect:
-    """A chain that keeps every result."""
-
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-
-    def argument(self) -> Any:
-        return "event"
-
-    def accept(self, extension: str, result: Any) -> bool:
-        self.results.append(result)
-        return False
 
 
 class Step:
