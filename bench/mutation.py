@@ -141,8 +141,14 @@ CI_SAMPLE: dict[str, tuple[int, tuple[str, ...]]] = {
     "assembler/sessions/codec.py": (12, ("tests/sessions",)),
     "assembler/permissions/command_patterns.py": (8, (f"{_PERMS}command_patterns.py",)),
     "assembler/permissions/matching.py": (8, (f"{_PERMS}bash_rules.py", f"{_PERMS}policy.py")),
-    "assembler/permissions/wrappers.py": (8, (f"{_PERMS}bash_rules.py",)),
-    "assembler/permissions/policy.py": (8, (f"{_PERMS}policy.py",)),
+    "assembler/permissions/wrappers.py": (
+        8,
+        (f"{_PERMS}bash_rules.py", f"{_PERMS}wrappers_pins.py"),
+    ),
+    "assembler/permissions/policy.py": (
+        8,
+        (f"{_PERMS}policy.py", f"{_PERMS}permission_policy_pins.py"),
+    ),
     "assembler/trust.py": (8, ("tests/trust",)),
     "assembler/permissions/bash.py": (6, (f"{_PERMS}bash_pins.py", f"{_PERMS}bash_rules.py")),
     "assembler/permissions/path_patterns.py": (

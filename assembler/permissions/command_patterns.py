@@ -43,14 +43,12 @@ MAX_VANISHING = 8
 @dataclass(frozen=True)
 class CommandPattern:
     """`pieces` are the literal texts around the pattern's stars; `tail` says the pattern
-    ended with ` *` (then the text before it also matches alone); `literal` is the
-    command it matches when it has no wildcard; `key` its first word when that is
-    literal (the index in `matching` looks rules up by it)."""
+    ended with ` *` (then the text before it also matches alone); `key` is its first
+    word when that is literal (the index in `matching` looks rules up by it)."""
 
     text: str
     pieces: tuple[str, ...]
     tail: bool
-    literal: str | None
     key: str | None
 
     def matches(self, command: str) -> bool:
@@ -112,8 +110,7 @@ def compile_command_pattern(text: str) -> CommandPattern:
                 pieces[-1] += str(piece)
     first = pieces[0]
     key = first.split(" ", 1)[0] if (" " in first or len(pieces) == 1) else None
-    literal = pieces[0] if len(pieces) == 1 and not tail else None
-    return CommandPattern(text, tuple(pieces), tail, literal, key)
+    return CommandPattern(text, tuple(pieces), tail, key)
 
 
 def quote_word(word: str) -> str:

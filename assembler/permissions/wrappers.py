@@ -96,6 +96,12 @@ SHELLS = frozenset(
      "rbash", "csh", "tcsh"}
 )  # fmt: skip
 _SHELL_VALUES = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+#: procps `watch`: `-d`/`--differences` takes its value only after `=` (`-d rm x` runs `rm x`).
+_WATCH = _opts(
+    "-n --interval -q --equexit",
+    "-b --beep -c --color -d --differences -e --errexit -g --chgexit -p --precise "
+    "-t --no-title -w --no-wrap -x --exec",
+)
 #: Run their (joined) arguments as shell code.
 STRING_RUNNERS = frozenset({"eval", "trap", "watch"})
 #: Change what later command names in the same shell run (`hash -p /bin/rm git`),
@@ -232,13 +238,36 @@ def _shell(words: tuple[Word, ...], result: Unwrapped) -> None:
 def _string_runner(name: str, words: tuple[Word, ...], result: Unwrapped) -> None:
     result.problem = f"`{name}` runs a string as shell code"
     args = list(words[1:])
-    if name == "trap":
-        args = args[:1] if args and not args[0].value.startswith("-") else []
+    if name == "eval" and args and args[0].literal and args[0].value == "--":
+        args = args[1:]  # bash's eval takes `--` (and no option): `eval -- 'rm x'` runs `rm x`
+    elif name == "trap":
+        args = _trap_action(args)
     elif name == "watch":
-        stripped = _strip(words, _opts("-n --interval -d --differences", "-t -b -e -g -c -x -p"))
-        args = list(stripped or ())
+        stripped = _strip(words, _WATCH)
+        if stripped is None:
+            result.hidden = True  # an option not understood: what it runs is not known
+            return
+        args = list(stripped)
     if not all(w.literal for w in args):
         result.hidden = True
     elif args:
         # eval and trap run the string in this very shell; watch hands it to `sh -c`
         result.code.append((" ".join(w.value for w in args), name != "watch"))
+
+
+def _trap_action(args: list[Word]) -> list[Word]:
+    """The action `trap ARGS` sets (none when it only prints or resets). Its options
+    `-l`, `-p` (and bash 5.3's `-P`) print and set nothing; `--` ends the options, so
+    `trap -- 'rm x' EXIT` sets `rm x`; an option bash does not know is stepped over,
+    reading more as code than bash would (it refuses the line), never less."""
+    i = 0
+    while i < len(args) and args[i].literal and args[i].value[:1] == "-" and args[i].value != "-":
+        if args[i].value == "--":
+            i += 1
+            break
+        if re.fullmatch(r"-[lpP]+", args[i].value):
+            return []
+        i += 1
+    if i >= len(args) or (args[i].literal and args[i].value == "-"):
+        return []  # `trap - EXIT`, `trap -- - EXIT`: reset to the default
+    return args[i : i + 1]

@@ -100,6 +100,7 @@ BYPASSES = [
     # wrappers seen through for deny rules only
     "doas git status",
     "coproc git status",
+    "exec git status",
 ]
 
 
@@ -289,6 +290,31 @@ def test_a_deny_rule_without_a_literal_first_word_is_tried_on_every_command(
     workspace: Path,
 ) -> None:
     assert _decide_under_deny(workspace, "* --force", "git push --force") == "deny"
+
+
+def test_rules_keyed_by_their_first_word_still_apply_beside_rules_that_are_not(
+    workspace: Path,
+) -> None:
+    """`git push *` is looked up by its first word, `* --force` is tried on every
+    command: with both kinds in one list, each still decides its own commands."""
+    spec = PermissionsSpec(
+        default="ask",
+        allow=("bash(git status)", "bash(* --version)"),
+        deny=("bash(git push *)", "bash(* --force)"),
+    )
+    policy = PermissionPolicy.from_spec(spec, workspace=workspace)
+    decide = lambda command: policy.decide("bash", {"command": command}, None)  # noqa: E731
+    assert (decide("git push origin").verdict, decide("git push origin").rule) == (
+        "deny",
+        "bash(git push *)",
+    )
+    assert (decide("rm --force").verdict, decide("rm --force").rule) == ("deny", "bash(* --force)")
+    assert (decide("git status").verdict, decide("git status").rule) == (
+        "allow",
+        "bash(git status)",
+    )
+    assert decide("python --version").verdict == "allow"
+    assert decide("git log").verdict == "ask"
 
 
 def test_an_expansion_after_a_literal_view_is_still_checked_against_deny_rules(

@@ -147,3 +147,37 @@ def test_a_word_made_only_of_escaped_characters_is_still_a_word() -> None:
 def test_an_escaped_space_joins_two_words_into_one() -> None:
     pattern = compile_command_pattern("echo a\\ b")
     assert (pattern.matches("echo a b"), pattern.matches("echo a")) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command", "matches"),
+    [
+        ("*", "rm -rf /", True),  # a star alone is every command, not an empty one
+        ("*", "", True),
+        ("echo a*a", "echo a", False),  # the two ends may not share the `a`
+        ("echo a*a", "echo aa", True),
+        ("echo *a*a", "echo a", False),  # nor the piece in the middle and the end
+        ("echo *a*a", "echo aa", True),
+        ("echo *ab*ab*", "echo ab", False),  # nor two pieces in the middle
+        ("echo *ab*ab*", "echo abab", True),
+    ],
+)
+def test_the_pieces_between_stars_never_overlap(pattern: str, command: str, matches: bool) -> None:
+    assert compile_command_pattern(pattern).matches(command) is matches
+
+
+def test_a_deny_rule_ending_in_star_sees_an_unknown_part_of_a_middle_word() -> None:
+    """`$x` may be `ain`: `git push m$x origin` may run `git push main origin`, which
+    `git * main *` names (with words after `main`, so only the ` *` end can match)."""
+    pattern = compile_command_pattern("git * main *")
+    assert not pattern.matches(f"git push m{HOLE} origin")
+    assert pattern.could_match(f"git push m{HOLE} origin")
+
+
+@pytest.mark.parametrize(("holes", "could"), [(8, False), (9, True)])
+def test_words_that_may_vanish_are_tried_up_to_the_limit(holes: int, could: bool) -> None:
+    """Each word made only of an expansion may be empty (no word at all): eight such
+    words are tried present and absent (256 tries), which `git push` cannot match
+    after `git status`; past eight the answer is yes without trying."""
+    command = "git status" + f" {HOLE}" * holes
+    assert compile_command_pattern("git push").could_match(command) is could
