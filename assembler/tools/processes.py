@@ -68,7 +68,9 @@ class ProcessRegistry:
 
     def __init__(self) -> None:
         self._stops: dict[int, Callable[[], None]] = {}
-        self._lock = threading.Lock()
+        # Reentrant: the exit signal's handler (`stop_all`) runs on the main thread,
+        # which the signal may have interrupted inside `add` or `discard`.
+        self._lock = threading.RLock()
 
     def add(self, pid: int, stop: Callable[[], None]) -> None:
         with self._lock:
@@ -379,16 +381,23 @@ def install_exit_handlers() -> None:
 
 def _on_exit_signal(signum: int, frame: FrameType | None) -> None:
     code = 128 + signum
-    stop_all()
     if _EXIT.exiting:
+        stop_all()
         os._exit(code)
     _EXIT.exiting = True
+    # The deadline is set before anything else runs: whatever hangs from here on,
+    # the process still ends.
     timer = threading.Timer(EXIT_DEADLINE, _hard_exit, (code,))
     timer.daemon = True
     timer.start()
+    stop_all()
     raise SystemExit(code)
 
 
 def _hard_exit(code: int) -> None:
-    stop_all(STOP_WAIT)
+    """End the process after at most `STOP_WAIT` more seconds of stopping the tool
+    processes, even if stopping them is itself held up."""
+    stopping = threading.Thread(target=stop_all, args=(STOP_WAIT,), daemon=True)
+    stopping.start()
+    stopping.join(STOP_WAIT + 1.0)
     os._exit(code)

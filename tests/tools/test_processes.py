@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -74,3 +75,25 @@ def test_a_command_forgotten_twice_closes_its_descriptors_once() -> None:
         os.close(control_read)
         with processes._lock:
             processes._commands.pop(command.key, None)
+
+
+def test_the_exit_signals_stop_does_not_wait_for_the_thread_it_interrupted() -> None:
+    """SIGTERM's handler runs on the main thread, possibly while that thread is inside
+    the registry (adding or forgetting a process): stopping must still go through."""
+    stopped = threading.Event()
+    key = -2
+    processes.RUNNING.add(key, stopped.set)
+
+    def interrupted_inside_the_registry() -> None:
+        with processes.RUNNING._lock:  # as `add` or `discard` holds it
+            processes.RUNNING.stop_all()  # the handler, on the same thread
+
+    thread = threading.Thread(target=interrupted_inside_the_registry, daemon=True)
+    try:
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "stopping waited for the lock its own thread held"
+        assert stopped.is_set()
+    finally:
+        if not thread.is_alive():  # else the lock stays held: leave the entry
+            processes.RUNNING.discard(key)
