@@ -50,15 +50,13 @@ def _start(shipping: Path, seconds: str, *, rpc: bool = False) -> subprocess.Pop
         if rpc
         else ["run", manifest, "--trust", *model, "-p", "go"]
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assembler", *command],
-        stdin=subprocess.PIPE if rpc else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": root},
-        cwd=shipping,
-    )
+    # Started as from a terminal: under `nohup` (a CI runner's, say) SIGHUP would be
+    # ignored by inheritance, which `assemble` rightly keeps.
+    inherited = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        process = _popen(command, shipping, root, rpc=rpc)
+    finally:
+        signal.signal(signal.SIGHUP, inherited)
     if rpc:
         assert process.stdin is not None
         process.stdin.write('{"id": 1, "method": "prompt", "params": {"text": "go"}}\n')
@@ -69,6 +67,18 @@ def _start(shipping: Path, seconds: str, *, rpc: bool = False) -> subprocess.Pop
         time.sleep(0.05)
     assert len(live_processes_with(seconds)) >= 4, "the bash call never started its jobs"
     return process
+
+
+def _popen(command: list[str], shipping: Path, root: str, *, rpc: bool) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "assembler", *command],
+        stdin=subprocess.PIPE if rpc else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": root},
+        cwd=shipping,
+    )
 
 
 def _gone(seconds: str) -> list[int]:
