@@ -9,11 +9,11 @@ Each was a mutant of `bash_grammar.py` no test noticed (issue 28, round 7).
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from real_bash import bash
 
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions import PermissionPolicy
@@ -34,18 +34,6 @@ def unverifiable(line: str) -> str:
     with pytest.raises(Unverifiable) as raised:
         recognize(line)
     return raised.value.reason
-
-
-def bash(line: str, cwd: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", *options, "-c", line],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
 
 
 def subshells(levels: int) -> str:

@@ -11,11 +11,11 @@ line runs is checked against the real programs (and real bash for `exec`, `time`
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from real_bash import bash as run
 
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions import PermissionPolicy
@@ -54,18 +54,6 @@ TRANSPARENT = [
 def decide(workspace: Path, command: str, spec: PermissionsSpec) -> Decision:
     policy = PermissionPolicy.from_spec(spec, workspace=workspace)
     return policy.decide("bash", {"command": command}, None)
-
-
-def run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
 
 
 def installed(program: str) -> bool:
