@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from real_bash import bash
 
 from assembler.manifest.model import PermissionsSpec
 from assembler.permissions import PermissionPolicy, parse_command_line
@@ -350,15 +351,7 @@ def test_a_process_substitution_after_a_compound_command_is_asked_about(tmp_path
 def test_real_bash_refuses_a_process_substitution_after_a_compound_command(
     tmp_path: Path,
 ) -> None:
-    done = subprocess.run(
-        ["bash", "-c", "(echo a) 2>(true)"],
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
+    done = bash("(echo a) 2>(true)", tmp_path)
     assert done.returncode == 2 and "syntax error" in done.stderr
 
 
